@@ -1,0 +1,1 @@
+"""Elefant: a Discord bot with a long memory."""

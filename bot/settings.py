@@ -1,0 +1,102 @@
+"""Typed settings read from the environment and `.env`; one object for the whole bot."""
+
+from __future__ import annotations
+
+import zoneinfo
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATABASE_URL = f"sqlite+aiosqlite:///{PROJECT_ROOT / 'data' / 'elefant.db'}"
+
+# Plain driver names people copy from hosting dashboards, mapped to the async drivers we ship.
+_ASYNC_DRIVERS = {
+    "sqlite": "sqlite+aiosqlite",
+    "sqlite+aiosqlite": "sqlite+aiosqlite",
+    "postgresql": "postgresql+asyncpg",
+    "postgres": "postgresql+asyncpg",
+    "postgresql+asyncpg": "postgresql+asyncpg",
+}
+
+
+class ConfigError(Exception):
+    """A setting has a value the bot cannot start with; the message names the setting."""
+
+
+class Settings(BaseSettings):
+    """Every knob of the bot; documented one by one in `.env.example`."""
+
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+
+    discord_token: SecretStr | None = None
+    dev_guild_id: int | None = None
+    bot_name: str = "Elefant"
+    ingest_other_bots: bool = False
+
+    database_url: str = DEFAULT_DATABASE_URL
+
+    gemini_api_key: SecretStr | None = None
+    gemini_base_url: str | None = None
+    model_batch: str = "gemini-2.5-flash"
+    model_fast: str = "gemma-3-27b-it"
+    llm_timeout_seconds: float = Field(default=30.0, gt=0)
+    llm_max_attempts: int = Field(default=4, ge=1, le=10)
+    llm_max_concurrency: int = Field(default=4, ge=1)
+    llm_requests_per_minute: int = Field(default=30, ge=1)
+    llm_breaker_failures: int = Field(default=5, ge=1)
+    llm_breaker_cooldown_seconds: float = Field(default=60.0, gt=0)
+
+    default_timezone: str = "UTC"
+    retention_days: int = Field(default=0, ge=0)
+    facts_max_chars: int = Field(default=1500, ge=100)
+    facts_policy: Literal["anyone", "self_and_admins"] = "anyone"
+    context_token_budget: int = Field(default=2000, ge=200)
+    memory_wait_seconds: float = Field(default=1.0, ge=0)
+
+    ingest_batch_rows: int = Field(default=1000, ge=1)
+    ingest_flush_ms: int = Field(default=500, ge=1)
+    ingest_queue_max: int = Field(default=20000, ge=1)
+
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @field_validator("database_url")
+    @classmethod
+    def _async_driver(cls, value: str) -> str:
+        try:
+            url = make_url(value)
+        except ArgumentError as exc:
+            raise ValueError(f"{value!r} is not a database URL") from exc
+        driver = _ASYNC_DRIVERS.get(url.drivername)
+        if driver is None:
+            raise ValueError(f"unsupported database {url.drivername!r}; use sqlite:/// or postgresql://")
+        return url.set(drivername=driver).render_as_string(hide_password=False)
+
+    @field_validator("default_timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            zoneinfo.ZoneInfo(value)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown time zone {value!r} (try e.g. Europe/Berlin)") from exc
+        return value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read settings, turning a validation failure into one sentence that names the setting."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = str(first["loc"][0]).upper() if first["loc"] else "a setting"
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"Setting {name} is invalid: {message}.") from exc

@@ -1,0 +1,1 @@
+"""Storage: SQLAlchemy 2 async models, engine and session factory, data access, Alembic migrations."""

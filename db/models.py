@@ -1,0 +1,112 @@
+"""Typed SQLAlchemy models; the schema itself changes only through `db/migrations`."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from sqlalchemy import Date, Index, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from db.types import Snowflake, SurrogateKey, UTCDateTime
+
+
+class Base(DeclarativeBase):
+    """Declarative base for every table."""
+
+
+class ChatMessage(Base):
+    """One guild message as seen by the bot; the raw material of the transient track."""
+
+    __tablename__ = "chat_history"
+
+    message_id: Mapped[int] = mapped_column(Snowflake, primary_key=True, autoincrement=False)
+    guild_id: Mapped[int] = mapped_column(Snowflake)
+    channel_id: Mapped[int] = mapped_column(Snowflake)
+    user_id: Mapped[int] = mapped_column(Snowflake)
+    message_text: Mapped[str] = mapped_column(Text)
+    timestamp: Mapped[datetime] = mapped_column(UTCDateTime)
+    edited_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    reply_to_id: Mapped[int | None] = mapped_column(Snowflake)
+
+    __table_args__ = (
+        Index("ix_chat_history_guild_user_ts", "guild_id", "user_id", "timestamp"),
+        Index("ix_chat_history_guild_ts", "guild_id", "timestamp"),
+    )
+
+
+class UserFacts(Base):
+    """The explicit facts about one person in one guild, as one third-person text blob."""
+
+    __tablename__ = "user_facts"
+
+    guild_id: Mapped[int] = mapped_column(Snowflake, primary_key=True, autoincrement=False)
+    user_id: Mapped[int] = mapped_column(Snowflake, primary_key=True, autoincrement=False)
+    memory_blob: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class FactRevision(Base):
+    """Every change of a facts blob, so any change can be seen and undone."""
+
+    __tablename__ = "fact_revisions"
+
+    id: Mapped[int] = mapped_column(SurrogateKey, primary_key=True, autoincrement=True)
+    guild_id: Mapped[int] = mapped_column(Snowflake)
+    user_id: Mapped[int] = mapped_column(Snowflake)
+    op: Mapped[str] = mapped_column(String(16))
+    old_blob: Mapped[str] = mapped_column(Text)
+    new_blob: Mapped[str] = mapped_column(Text)
+    requested_by: Mapped[int] = mapped_column(Snowflake)
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    __table_args__ = (Index("ix_fact_revisions_guild_user", "guild_id", "user_id", "id"),)
+
+
+class DailySummary(Base):
+    """What one person did on one calendar day of a guild; immutable once the day is over."""
+
+    __tablename__ = "daily_summaries"
+
+    id: Mapped[int] = mapped_column(SurrogateKey, primary_key=True, autoincrement=True)
+    guild_id: Mapped[int] = mapped_column(Snowflake)
+    day: Mapped[date] = mapped_column(Date)
+    user_id: Mapped[int] = mapped_column(Snowflake)
+    summary: Mapped[str] = mapped_column(Text)
+    model: Mapped[str] = mapped_column(String(100))
+    prompt_version: Mapped[str] = mapped_column(String(20))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    __table_args__ = (UniqueConstraint("guild_id", "day", "user_id", name="uq_daily_summaries_guild_day_user"),)
+
+
+class MemberName(Base):
+    """The display name a member is known by, only used to render prompts and resolve names."""
+
+    __tablename__ = "member_names"
+
+    guild_id: Mapped[int] = mapped_column(Snowflake, primary_key=True, autoincrement=False)
+    user_id: Mapped[int] = mapped_column(Snowflake, primary_key=True, autoincrement=False)
+    display_name: Mapped[str] = mapped_column(String(100))
+    username: Mapped[str | None] = mapped_column(String(100))
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class GuildSettings(Base):
+    """Per-guild overrides of the global settings."""
+
+    __tablename__ = "guild_settings"
+
+    guild_id: Mapped[int] = mapped_column(Snowflake, primary_key=True, autoincrement=False)
+    timezone: Mapped[str | None] = mapped_column(String(64))
+    facts_policy: Mapped[str | None] = mapped_column(String(20))
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class UserOptOut(Base):
+    """A member who asked the bot not to store their messages in a guild."""
+
+    __tablename__ = "user_optouts"
+
+    guild_id: Mapped[int] = mapped_column(Snowflake, primary_key=True, autoincrement=False)
+    user_id: Mapped[int] = mapped_column(Snowflake, primary_key=True, autoincrement=False)
+    at: Mapped[datetime] = mapped_column(UTCDateTime)

@@ -1,0 +1,103 @@
+"""Fixtures that build real things: a migrated SQLite file and a migrated PostgreSQL database per run."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from bot.settings import Settings
+from db.engine import create_engine
+from db.migrate import upgrade
+from db.models import Base
+
+PG_BASE_URL = os.environ.get("TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
+SNOWFLAKE = 2**60  # real Discord IDs are this large; small test IDs would hide BigInteger mistakes
+
+
+def _asyncpg_dsn(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+async def _migrate(url: str) -> None:
+    engine = create_engine(url)
+    try:
+        await upgrade(engine)
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file migrated once per run; each test gets a copy (migrating per test is slow)."""
+    path = tmp_path_factory.mktemp("template") / "template.db"
+    asyncio.run(_migrate(f"sqlite+aiosqlite:///{path}"))
+    return path
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """A PostgreSQL database of this run's own, migrated once and dropped at the end."""
+    name = f"elefant_test_{uuid.uuid4().hex[:10]}"
+    admin_dsn = _asyncpg_dsn(PG_BASE_URL)
+
+    async def admin(sql: str) -> None:
+        conn = await asyncpg.connect(admin_dsn, timeout=5)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    try:
+        asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+    except (OSError, asyncpg.PostgresError) as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"PostgreSQL at {PG_BASE_URL} is required in CI but unreachable: {exc!r}")
+        pytest.skip(f"PostgreSQL unreachable ({exc!r}); set TEST_DATABASE_URL to test it")
+    url = make_url(PG_BASE_URL).set(database=name).render_as_string(hide_password=False)
+    asyncio.run(_migrate(url))
+    yield url
+    asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+async def _truncate_pg(url: str) -> None:
+    tables = ", ".join(t.name for t in Base.metadata.sorted_tables)
+    conn = await asyncpg.connect(_asyncpg_dsn(url))
+    try:
+        await conn.execute(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A migrated, empty database: a fresh SQLite file, or this run's PostgreSQL database truncated."""
+    if request.param == "sqlite":
+        path = tmp_path / "elefant.db"
+        shutil.copy(request.getfixturevalue("sqlite_template"), path)
+        return f"sqlite+aiosqlite:///{path}"
+    url = request.getfixturevalue("pg_database")
+    await _truncate_pg(url)
+    return url
+
+
+@pytest.fixture
+async def engine(db_url: str) -> AsyncIterator[AsyncEngine]:
+    """An engine on the test database, disposed afterwards."""
+    engine = create_engine(db_url)
+    yield engine
+    await engine.dispose()
+
+
+@pytest.fixture
+def settings(db_url: str, tmp_path: Path) -> Settings:
+    """Settings for tests: no .env, no keys, the test database."""
+    return Settings(_env_file=None, database_url=db_url, gemini_api_key=None, discord_token=None)  # type: ignore[call-arg]
