@@ -78,14 +78,14 @@ async def _truncate_pg(url: str) -> None:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A migrated, empty database: a fresh SQLite file, or this run's PostgreSQL database truncated."""
     if request.param == "sqlite":
         path = tmp_path / "elefant.db"
         shutil.copy(request.getfixturevalue("sqlite_template"), path)
         return f"sqlite+aiosqlite:///{path}"
     url = request.getfixturevalue("pg_database")
-    await _truncate_pg(url)
+    asyncio.run(_truncate_pg(url))
     return url
 
 

@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_exponential_jitter
 
 from bot.memory.types import IngestOp
-from db.messages import BatchWriter
+from db.messages import batch_writer_for
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +46,7 @@ class WriteBehindQueue:
         shutdown_retry_seconds: float = 30.0,
         spill_dir: Path | None = None,
     ) -> None:
-        self._engine = engine
-        self._writer = BatchWriter(engine.dialect)
+        self._writer = batch_writer_for(engine)
         self._batch_rows = batch_rows
         self._flush_seconds = flush_ms / 1000
         self._queue: asyncio.Queue[object] = asyncio.Queue(maxsize=max_queue)
@@ -91,10 +90,12 @@ class WriteBehindQueue:
         if self._worker is not None:
             await self._queue.put(_STOP)
             await self._worker
+        await self._writer.close()
         self._closed = True
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
+        in_flight: asyncio.Task[None] | None = None
         stop = False
         while not stop:
             batch: list[IngestOp] = []
@@ -102,9 +103,8 @@ class WriteBehindQueue:
             item = await self._queue.get()
             deadline = loop.time() + self._flush_seconds
             while True:
-                if item is _STOP:
-                    stop = True
                 if item is _FLUSH or item is _STOP:
+                    stop = item is _STOP
                     markers += 1
                     break
                 batch.append(item)  # type: ignore[arg-type]
@@ -120,12 +120,20 @@ class WriteBehindQueue:
                         item = await asyncio.wait_for(self._queue.get(), remaining)
                     except TimeoutError:
                         break
-            if batch:
-                await self._write(batch)
-            for _ in range(len(batch) + markers):
-                self._queue.task_done()
+            # Gather the next batch while this one is being written; batches still commit in order.
+            if in_flight is not None:
+                await in_flight
+            in_flight = asyncio.create_task(self._write(batch, markers))
+        if in_flight is not None:
+            await in_flight
 
-    async def _write(self, batch: list[IngestOp]) -> None:
+    async def _write(self, batch: list[IngestOp], markers: int) -> None:
+        if batch:
+            await self._commit(batch)
+        for _ in range(len(batch) + markers):
+            self._queue.task_done()
+
+    async def _commit(self, batch: list[IngestOp]) -> None:
         started = time.monotonic()
 
         def give_up(state: RetryCallState) -> bool:
@@ -151,8 +159,7 @@ class WriteBehindQueue:
         try:
             async for attempt in retrying:
                 with attempt:
-                    async with self._engine.begin() as connection:
-                        await self._writer.write(connection, batch)
+                    await self._writer.write(batch)
         except Exception:
             log.exception("database unavailable at shutdown; spilling %d operations", len(batch))
             self._spill(batch)

@@ -1,0 +1,77 @@
+"""Command line: `python -m bot run | migrate | …`."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import sys
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import click
+
+from bot.logging_setup import configure_logging
+from bot.settings import ConfigError, Settings, load_settings
+from db.engine import create_engine
+from db.migrate import upgrade
+
+MISSING_TOKEN_HELP = (
+    "No DISCORD_TOKEN is set, so Elefant cannot connect to Discord. Create a bot at "
+    "https://discord.com/developers/applications (Bot → Reset Token, and turn on the Message Content "
+    "and Server Members intents), then put DISCORD_TOKEN=... in .env (see .env.example)."
+)
+
+
+def _settings() -> Settings:
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(2)
+    configure_logging(settings.log_level)
+    return settings
+
+
+def async_command(func: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[..., Any]:
+    """Let a click command be an async function."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return asyncio.run(func(*args, **kwargs))
+
+    return wrapper
+
+
+@click.group()
+def main() -> None:
+    """Elefant, a Discord bot with a long memory."""
+
+
+@main.command()
+@async_command
+async def migrate() -> None:
+    """Bring the database schema up to date."""
+    settings = _settings()
+    engine = create_engine(settings.database_url)
+    try:
+        await upgrade(engine)
+    finally:
+        await engine.dispose()
+    click.echo("Database is up to date.")
+
+
+@main.command()
+@async_command
+async def run() -> None:
+    """Run the bot (migrates the database first)."""
+    settings = _settings()
+    engine = create_engine(settings.database_url)
+    try:
+        await upgrade(engine)
+    finally:
+        await engine.dispose()
+    if settings.discord_token is None:
+        click.echo(MISSING_TOKEN_HELP, err=True)
+        sys.exit(1)
+    click.echo("The Discord front end is not built yet (issue 6).", err=True)
+    sys.exit(1)

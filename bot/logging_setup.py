@@ -1,0 +1,13 @@
+"""One logging configuration for every entry point."""
+
+from __future__ import annotations
+
+import logging
+
+
+def configure_logging(level: str) -> None:
+    """Log to stderr at `level`; chatty libraries stay at WARNING unless we debug."""
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+    if level != "DEBUG":
+        for noisy in ("discord", "httpx", "google_genai", "aiosqlite", "alembic"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -1,0 +1,169 @@
+"""Ingestion on both databases: idempotence, edits, deletes, back-pressure, failure and retry."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from sqlalchemy import func, select, text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from bot.memory.ingest import WriteBehindQueue
+from bot.memory.manager import MemoryManager
+from bot.settings import Settings
+from db.engine import create_session_factory
+from db.models import ChatMessage, MemberName, UserOptOut
+from tests.factories import ALICE, BOB, GUILD, T0, message, minutes
+
+
+@pytest.fixture
+async def manager(engine: AsyncEngine, settings: Settings):
+    manager = MemoryManager(engine, settings)
+    await manager.start()
+    yield manager
+    await manager.close()
+
+
+async def stored(engine: AsyncEngine) -> dict[int, ChatMessage]:
+    async with create_session_factory(engine)() as session:
+        return {m.message_id: m for m in (await session.scalars(select(ChatMessage))).all()}
+
+
+async def test_message_round_trips_with_snowflakes_and_aware_utc(manager, engine):
+    msg = message("hi there", reply_to=2**60 + 77)
+    assert await manager.ingest_message(msg)
+    await manager.flush()
+    row = (await stored(engine))[msg.message_id]
+    assert (row.guild_id, row.channel_id, row.user_id) == (msg.guild_id, msg.channel_id, msg.author_id)
+    assert row.message_text == "hi there"
+    assert row.timestamp == T0 and row.timestamp.utcoffset().total_seconds() == 0
+    assert row.reply_to_id == 2**60 + 77 and row.edited_at is None
+
+
+async def test_duplicate_delivery_is_stored_once(manager, engine):
+    msg = message("once")
+    for _ in range(3):
+        await manager.ingest_message(msg)
+    await manager.flush()
+    await manager.ingest_message(msg)  # again in a later batch
+    await manager.flush()
+    rows = await stored(engine)
+    assert list(rows) == [msg.message_id]
+    assert rows[msg.message_id].message_text == "once"
+
+
+async def test_edit_updates_text_and_time_and_older_edit_loses(manager, engine):
+    msg = message("first")
+    await manager.ingest_message(msg)
+    await manager.ingest_edit(msg.message_id, "second", T0 + minutes(5))
+    await manager.ingest_edit(msg.message_id, "stale", T0 + minutes(2))  # arrives late, is older
+    await manager.flush()
+    row = (await stored(engine))[msg.message_id]
+    assert row.message_text == "second"
+    assert row.edited_at == T0 + minutes(5)
+
+
+async def test_redelivered_original_does_not_undo_an_edit(manager, engine):
+    msg = message("original")
+    await manager.ingest_message(msg)
+    await manager.ingest_edit(msg.message_id, "fixed typo", T0 + minutes(1))
+    await manager.ingest_message(msg)
+    await manager.flush()
+    assert (await stored(engine))[msg.message_id].message_text == "fixed typo"
+
+
+async def test_delete_and_bulk_delete_remove_rows(manager, engine):
+    msgs = [message(f"m{i}") for i in range(5)]
+    for m in msgs:
+        await manager.ingest_message(m)
+    await manager.ingest_delete([msgs[0].message_id])
+    await manager.ingest_delete({msgs[1].message_id, msgs[2].message_id, 2**60 + 999})  # one never stored
+    await manager.flush()
+    assert set(await stored(engine)) == {msgs[3].message_id, msgs[4].message_id}
+
+
+async def test_insert_then_delete_in_one_batch_keeps_order(manager, engine):
+    msg = message("gone")
+    await manager.ingest_message(msg)
+    await manager.ingest_delete([msg.message_id])
+    await manager.ingest_message(message("stays"))
+    await manager.flush()
+    assert [m.message_text for m in (await stored(engine)).values()] == ["stays"]
+
+
+async def test_member_names_keep_the_newest(manager, engine):
+    await manager.ingest_message(message("a", author=BOB, name="Bobby", at=T0 + minutes(10)))
+    await manager.ingest_message(message("b", author=BOB, name="Robert", at=T0))  # older message
+    await manager.flush()
+    async with create_session_factory(engine)() as session:
+        name = await session.get(MemberName, (GUILD, BOB))
+    assert name is not None and name.display_name == "Bobby"
+
+
+async def test_opted_out_author_is_not_stored(engine, settings):
+    async with create_session_factory(engine)() as session:
+        session.add(UserOptOut(guild_id=GUILD, user_id=BOB, at=T0))
+        await session.commit()
+    manager = MemoryManager(engine, settings)
+    await manager.start()
+    assert not await manager.ingest_message(message("secret", author=BOB))
+    assert await manager.ingest_message(message("fine", author=ALICE))
+    await manager.close()
+    assert [m.user_id for m in (await stored(engine)).values()] == [ALICE]
+
+
+async def test_full_queue_applies_back_pressure_instead_of_dropping(engine):
+    queue = WriteBehindQueue(engine, batch_rows=10, flush_ms=5, max_queue=3)
+    msgs = [message(f"p{i}") for i in range(50)]
+    await asyncio.wait_for(asyncio.gather(*(queue.put(m) for m in msgs)), timeout=30)
+    await queue.close()
+    assert len(await stored(engine)) == 50
+    assert queue.stats.written == 50
+
+
+async def test_failing_batch_is_retried_not_dropped(engine, caplog):
+    queue = WriteBehindQueue(engine, batch_rows=100, flush_ms=5)
+    # Simulate a broken store: the table is missing until we put it back.
+    async with engine.begin() as conn:
+        await conn.execute(text("ALTER TABLE chat_history RENAME TO chat_history_away"))
+    for i in range(20):
+        await queue.put(message(f"r{i}"))
+    while queue.stats.failed_attempts < 2:  # noqa: ASYNC110 - polling a counter the worker bumps
+        await asyncio.sleep(0.01)
+    async with engine.begin() as conn:
+        await conn.execute(text("ALTER TABLE chat_history_away RENAME TO chat_history"))
+    await asyncio.wait_for(queue.flush(), timeout=30)
+    await queue.close()
+    assert len(await stored(engine)) == 20
+    assert "failed" in caplog.text
+
+
+async def test_store_down_at_shutdown_spills_to_a_file(engine, tmp_path):
+    queue = WriteBehindQueue(engine, flush_ms=5, shutdown_retry_seconds=0.2, spill_dir=tmp_path)
+    async with engine.begin() as conn:
+        await conn.execute(text("ALTER TABLE chat_history RENAME TO chat_history_away"))
+    await queue.put(message("keep me"))
+    await queue.close()
+    async with engine.begin() as conn:
+        await conn.execute(text("ALTER TABLE chat_history_away RENAME TO chat_history"))
+    spilled = list(tmp_path.glob("ingest-spill-*.jsonl"))
+    assert len(spilled) == 1 and "keep me" in spilled[0].read_text()
+    assert queue.stats.spilled == 1
+
+
+async def test_ingest_after_close_is_refused(manager):
+    await manager.close()
+    with pytest.raises(RuntimeError):
+        await manager.ingest_message(message("late"))
+
+
+async def test_count_by_guild_index_query(manager, engine):
+    for i in range(30):
+        await manager.ingest_message(message(f"x{i}", at=T0 + minutes(i)))
+    await manager.flush()
+    async with create_session_factory(engine)() as session:
+        n = await session.scalar(
+            select(func.count())
+            .where(ChatMessage.guild_id == GUILD, ChatMessage.timestamp >= T0 + minutes(10))
+        )
+    assert n == 20
