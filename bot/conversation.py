@@ -1,0 +1,181 @@
+"""Understanding messages addressed to the bot: remember / forget / about / chat, on plain data.
+
+A deterministic fast path handles the common phrasings (so they work offline); `route_with_llm` in the
+caller handles the rest. Nothing here imports discord.py.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Protocol
+
+from bot.memory.names import MENTION
+
+
+class Route(StrEnum):
+    """What the person wants from the bot."""
+
+    REMEMBER = "remember"
+    FORGET = "forget"
+    ABOUT = "about"
+    RECALL = "recall"
+    CHAT = "chat"
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A message addressed to the bot, with the address already removed."""
+
+    guild_id: int
+    author_id: int
+    text: str
+    reply_to_author_id: int | None = None
+    reply_to_text: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The route, and for facts operations who they are about and what the fact is."""
+
+    route: Route
+    subject_id: int | None = None
+    fact: str | None = None
+    candidates: tuple[int, ...] = field(default=())
+    unknown_name: str | None = None
+
+    @property
+    def needs_subject(self) -> bool:
+        """True when a facts operation could not tell whom it is about."""
+        return self.route in {Route.REMEMBER, Route.FORGET, Route.ABOUT} and self.subject_id is None
+
+
+class NameResolver(Protocol):
+    """Finds members by a typed name (see bot.memory.names.NameDirectory)."""
+
+    async def resolve(self, guild_id: int, name: str) -> list[int]: ...
+
+
+_LEAD = r"^(?:(?:please|pls|hey|ok|okay)[\s,]+)*"
+_REMEMBER_THIS = re.compile(_LEAD + r"remember\s+(?:this|that)(?:\s+(?:about|for)\s+(?P<who>.+?))?\s*[.!]*$", re.I)
+_REMEMBER = re.compile(_LEAD + r"remember(?:\s+that\b)?\s*[:,\-–]?\s*(?P<fact>\S.*)$", re.I | re.S)
+_FORGET = re.compile(_LEAD + r"forget(?:\s+that\b)?\s*[:,\-–]?\s*(?P<fact>\S.*)$", re.I | re.S)
+_ABOUT = re.compile(
+    _LEAD + r"(?:what\s+do\s+you\s+(?:know|remember)\s+about|what\s+do\s+you\s+know\s+of|"
+    r"tell\s+me\s+(?:what\s+you\s+know\s+)?about|who\s+is|who's)\s+(?P<who>.+?)\s*[?.!]*$",
+    re.I,
+)
+_FIRST_PERSON = re.compile(r"^(?:i|i'm|i've|i'd|i'll|im|my|me|mine)\b", re.I)
+_SELF = {"me", "myself", "i", "my self"}
+
+
+def address(content: str, *, bot_user_id: int, bot_name: str, replied_to_bot: bool) -> str | None:
+    """The text meant for the bot, or None when the message is not addressed to it.
+
+    Addressed means: mentions the bot, replies to the bot, or starts with its name ("Elefant, …").
+    """
+    mention = re.compile(rf"<@!?{bot_user_id}>")
+    text = content.strip()
+    by_name = re.match(rf"^@?{re.escape(bot_name)}\b[\s,:!\-–]*", text, re.I)
+    if by_name:
+        return mention.sub("", text[by_name.end():]).strip()
+    if mention.search(text):
+        return re.sub(r"\s{2,}", " ", mention.sub("", text)).strip(" ,:")
+    if replied_to_bot:
+        return text
+    return None
+
+
+async def fast_route(request: Request, names: NameResolver) -> Decision | None:
+    """Route the common phrasings deterministically; None means "ask the LLM router"."""
+    text = request.text.strip()
+    if match := _REMEMBER_THIS.match(text):
+        if request.reply_to_text is None:
+            return None  # "remember that" without a reply to point at: not this phrasing
+        who = match.group("who")
+        if who:
+            subject = await _subject_from_name(request, who, names)
+        else:
+            subject = Decision(Route.REMEMBER, subject_id=request.reply_to_author_id)
+        return Decision(Route.REMEMBER, subject.subject_id, request.reply_to_text.strip(),
+                        subject.candidates, subject.unknown_name)
+    if match := _ABOUT.match(text):
+        subject = await _subject_from_name(request, match.group("who"), names)
+        return Decision(Route.ABOUT, subject.subject_id, None, subject.candidates, subject.unknown_name)
+    for route, pattern in ((Route.REMEMBER, _REMEMBER), (Route.FORGET, _FORGET)):
+        if match := pattern.match(text):
+            fact = match.group("fact").strip()
+            subject = await _subject_of_fact(request, fact, names)
+            return Decision(route, subject.subject_id, fact, subject.candidates, subject.unknown_name)
+    return None
+
+
+async def _subject_from_name(request: Request, who: str, names: NameResolver) -> Decision:
+    """Whom a "… about X" phrase names: a mention, me/myself, or a member's name."""
+    who = who.strip().rstrip("?.!").strip()
+    if mention := MENTION.fullmatch(who):
+        return Decision(Route.ABOUT, subject_id=int(mention.group(1)))
+    if who.casefold() in _SELF:
+        return Decision(Route.ABOUT, subject_id=request.author_id)
+    found = await names.resolve(request.guild_id, who)
+    if len(found) == 1:
+        return Decision(Route.ABOUT, subject_id=found[0])
+    if found:
+        return Decision(Route.ABOUT, candidates=tuple(found))
+    return Decision(Route.ABOUT, unknown_name=who)
+
+
+async def _subject_of_fact(request: Request, fact: str, names: NameResolver) -> Decision:
+    """Whom a fact is about: first person, a leading mention, a single mention, or a leading name."""
+    if _FIRST_PERSON.match(fact):
+        return Decision(Route.REMEMBER, subject_id=request.author_id)
+    if lead := MENTION.match(fact):
+        return Decision(Route.REMEMBER, subject_id=int(lead.group(1)))
+    mentioned = {int(m) for m in MENTION.findall(fact)}
+    if len(mentioned) == 1:
+        return Decision(Route.REMEMBER, subject_id=mentioned.pop())
+    words = fact.split()
+    for size in (3, 2, 1):  # longest name first: "Mary Ann" before "Mary"
+        if len(words) < size:
+            continue
+        candidate = " ".join(words[:size]).rstrip(",.:;!?").removesuffix("'s").removesuffix("’s")
+        found = await names.resolve(request.guild_id, candidate)
+        if len(found) == 1:
+            return Decision(Route.REMEMBER, subject_id=found[0])
+        if found:
+            return Decision(Route.REMEMBER, candidates=tuple(found))
+    return Decision(Route.REMEMBER, unknown_name=words[0] if words else None)
+
+
+_THIRD_PERSON = [
+    (r"\bI am\b|\bI'm\b|\bIm\b", "{name} is"),
+    (r"\bI was\b", "{name} was"),
+    (r"\bI have\b|\bI've\b", "{name} has"),
+    (r"\bI had\b|\bI'd\b", "{name} had"),
+    (r"\bI will\b|\bI'll\b", "{name} will"),
+    (r"\bI do not\b|\bI don't\b", "{name} does not"),
+    (r"\bI can\b", "{name} can"),
+    (r"\bmyself\b", "{name}"),
+    (r"\bmine\b", "{name}'s"),
+    (r"\bmy\b", "{name}'s"),
+    (r"\bme\b", "{name}"),
+]
+
+
+def third_person(fact: str, name: str) -> str:
+    """Rewrite a first-person fact about `name` into the third person ("I like tea" → "Ana likes tea")."""
+    text = fact.strip()
+    for pattern, replacement in _THIRD_PERSON:
+        text = re.sub(pattern, replacement.format(name=name), text, flags=re.I)
+    # "I like" → "Ana likes": a simple -s agreement is right for the great majority of verbs people use.
+    text = re.sub(r"\bI (\w+)\b", lambda m: f"{name} {_agree(m.group(1))}", text)
+    return text[:1].upper() + text[1:]
+
+
+def _agree(verb: str) -> str:
+    if verb.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if len(verb) > 2 and verb.endswith("y") and verb[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"

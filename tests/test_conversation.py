@@ -1,0 +1,131 @@
+"""The deterministic fast path: addressing, every phrasing, subjects from mentions, first person, names."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.conversation import Request, Route, address, fast_route, third_person
+from bot.memory.names import NameDirectory
+from db.engine import create_session_factory
+from tests.factories import ALICE, BOB, GUILD, message
+
+BOT = 2**60 + 7
+CAROL = 2**60 + 1003
+CAROL2 = 2**60 + 1004
+
+
+class Names:
+    """A fixed directory, standing in for member_names (tested for real below)."""
+
+    def __init__(self, table: dict[str, list[int]]) -> None:
+        self.table = {k.casefold(): v for k, v in table.items()}
+
+    async def resolve(self, guild_id: int, name: str) -> list[int]:
+        return self.table.get(name.strip().lstrip("@").casefold(), [])
+
+
+NAMES = Names({"bob": [BOB], "ana": [ALICE], "carol": [CAROL, CAROL2], "mary ann": [BOB + 50]})
+
+
+def req(text: str, **kw) -> Request:
+    return Request(guild_id=GUILD, author_id=ALICE, text=text, **kw)
+
+
+@pytest.mark.parametrize(
+    ("content", "replied", "expected"),
+    [
+        (f"<@{BOT}> remember that I like tea", False, "remember that I like tea"),
+        (f"<@!{BOT}>, what do you know about me?", False, "what do you know about me?"),
+        ("Elefant, remember: Bob is Sergey", False, "remember: Bob is Sergey"),
+        ("elefant remember that x", False, "remember that x"),
+        ("remember that x", True, "remember that x"),
+        ("remember that x", False, None),
+        ("Elefantine things", False, None),
+    ],
+)
+def test_address(content, replied, expected):
+    assert address(content, bot_user_id=BOT, bot_name="Elefant", replied_to_bot=replied) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "route", "subject", "fact"),
+    [
+        ("remember that I like tea", Route.REMEMBER, ALICE, "I like tea"),
+        ("remember: my cat is called Tom", Route.REMEMBER, ALICE, "my cat is called Tom"),
+        ("Remember that Bob is Sergey", Route.REMEMBER, BOB, "Bob is Sergey"),
+        ("please remember Bob's birthday is in May", Route.REMEMBER, BOB, "Bob's birthday is in May"),
+        (f"remember that <@{BOB}> is vegetarian", Route.REMEMBER, BOB, f"<@{BOB}> is vegetarian"),
+        (f"remember that the keys of <@!{BOB}> are blue", Route.REMEMBER, BOB, f"the keys of <@!{BOB}> are blue"),
+        ("remember that Mary Ann plays chess", Route.REMEMBER, BOB + 50, "Mary Ann plays chess"),
+        ("forget that I like tea", Route.FORGET, ALICE, "I like tea"),
+        (f"forget that <@{BOB}> is vegetarian", Route.FORGET, BOB, f"<@{BOB}> is vegetarian"),
+        ("what do you know about me?", Route.ABOUT, ALICE, None),
+        (f"what do you know about <@{BOB}>", Route.ABOUT, BOB, None),
+        ("What do you know about bob?", Route.ABOUT, BOB, None),
+        ("who is Ana?", Route.ABOUT, ALICE, None),
+    ],
+)
+async def test_phrasings(text, route, subject, fact):
+    decision = await fast_route(req(text), NAMES)
+    assert decision is not None
+    assert (decision.route, decision.subject_id, decision.fact) == (route, subject, fact)
+
+
+async def test_remember_this_about_user_uses_the_replied_message():
+    request = req(f"remember this about <@{BOB}>", reply_to_author_id=CAROL, reply_to_text="he hates mornings")
+    decision = await fast_route(request, NAMES)
+    assert decision == decision.__class__(Route.REMEMBER, BOB, "he hates mornings")
+
+
+async def test_remember_this_without_about_is_about_the_replied_author():
+    request = req("remember this", reply_to_author_id=BOB, reply_to_text="I moved to Lisbon")
+    decision = await fast_route(request, NAMES)
+    assert decision is not None and (decision.subject_id, decision.fact) == (BOB, "I moved to Lisbon")
+
+
+async def test_ambiguous_name_lists_candidates():
+    decision = await fast_route(req("what do you know about Carol?"), NAMES)
+    assert decision is not None and decision.needs_subject and decision.candidates == (CAROL, CAROL2)
+
+
+async def test_unknown_name_is_reported():
+    decision = await fast_route(req("remember that Zed owns a boat"), NAMES)
+    assert decision is not None and decision.needs_subject and decision.unknown_name == "Zed"
+
+
+@pytest.mark.parametrize("text", ["how are you?", "tell a joke", "what's the weather", "remember this"])
+async def test_everything_else_goes_to_the_router(text):
+    assert await fast_route(req(text), NAMES) is None
+
+
+@pytest.mark.parametrize(
+    ("fact", "expected"),
+    [
+        ("I like tea", "Ana likes tea"),
+        ("I am vegetarian", "Ana is vegetarian"),
+        ("my cat is called Tom", "Ana's cat is called Tom"),
+        ("I study physics", "Ana studies physics"),
+        ("I don't eat meat", "Ana does not eat meat"),
+        ("I'm from Berlin and I watch anime", "Ana is from Berlin and Ana watches anime"),
+    ],
+)
+def test_third_person(fact, expected):
+    assert third_person(fact, "Ana") == expected
+
+
+async def test_name_directory_on_the_database(engine, settings):
+    from bot.memory.manager import MemoryManager
+
+    manager = MemoryManager(engine, settings)
+    await manager.start()
+    await manager.ingest_message(message("hi", author=BOB, name="Bob"))
+    await manager.ingest_message(message("hi", author=CAROL, name="Carol"))
+    await manager.ingest_message(message("hi", author=CAROL2, name="carol"))
+    await manager.ingest_message(message("hi", author=ALICE, name="Ana", guild=GUILD + 1))
+    await manager.close()
+    names = NameDirectory(create_session_factory(engine))
+    assert await names.resolve(GUILD, "BOB") == [BOB]
+    assert await names.resolve(GUILD, "@carol") == sorted([CAROL, CAROL2])
+    assert await names.resolve(GUILD, "Ana") == []  # another guild's member
+    rendered = await names.render_mentions(GUILD, f"hi <@{BOB}> and <@!{2**60 + 9}>")
+    assert rendered == "hi @Bob and @member " + str(2**60 + 9)[-4:]
