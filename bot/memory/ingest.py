@@ -75,19 +75,24 @@ class WriteBehindQueue:
         if self._worker is None:
             self._worker = asyncio.create_task(self._run(), name="elefant-ingest")
 
-    async def put(self, op: IngestOp) -> None:
-        """Accept one operation; waits only when the queue is full (back-pressure, never a drop)."""
+    def offer(self, op: IngestOp) -> bool:
+        """Accept `op` if there is room, without awaiting; False when the caller must `put` (and wait)."""
         if self._closing:
             raise RuntimeError("ingestion is closed")
-        self.start()
-        while len(self._items) >= self._max_queue:
-            self._space.clear()
-            await self._space.wait()
-            if self._closing:
-                raise RuntimeError("ingestion is closed")
+        if len(self._items) >= self._max_queue:
+            return False
+        if self._worker is None:
+            self.start()
         self._items.append(op)
         self.stats.accepted += 1
         self._arrived.set()
+        return True
+
+    async def put(self, op: IngestOp) -> None:
+        """Accept one operation; waits only when the queue is full (back-pressure, never a drop)."""
+        while not self.offer(op):
+            self._space.clear()
+            await self._space.wait()
 
     async def flush(self) -> None:
         """Return once everything accepted before this call is committed (later arrivals don't delay it)."""

@@ -44,7 +44,8 @@ class MemoryManager:
         """Queue a guild message for storage; False when its author opted out (nothing is kept)."""
         if (message.guild_id, message.author_id) in self._optouts:
             return False
-        await self.ingest.put(message)
+        if not self.ingest.offer(message):  # the common case costs no extra coroutine
+            await self.ingest.put(message)
         return True
 
     async def ingest_edit(self, message_id: int, content: str, edited_at: datetime) -> None:
