@@ -44,6 +44,7 @@ class Decision:
     fact: str | None = None
     candidates: tuple[int, ...] = field(default=())
     unknown_name: str | None = None
+    speaker_id: int | None = None  # who wrote the fact's words ("I" means them); None: the requester
 
     @property
     def needs_subject(self) -> bool:
@@ -99,7 +100,7 @@ async def fast_route(request: Request, names: NameResolver) -> Decision | None:
         else:
             subject = Decision(Route.REMEMBER, subject_id=request.reply_to_author_id)
         return Decision(Route.REMEMBER, subject.subject_id, request.reply_to_text.strip(),
-                        subject.candidates, subject.unknown_name)
+                        subject.candidates, subject.unknown_name, speaker_id=request.reply_to_author_id)
     if match := _ABOUT.match(text):
         subject = await _subject_from_name(request, match.group("who"), names)
         return Decision(Route.ABOUT, subject.subject_id, None, subject.candidates, subject.unknown_name)

@@ -74,7 +74,7 @@ async def test_phrasings(text, route, subject, fact):
 async def test_remember_this_about_user_uses_the_replied_message():
     request = req(f"remember this about <@{BOB}>", reply_to_author_id=CAROL, reply_to_text="he hates mornings")
     decision = await fast_route(request, NAMES)
-    assert decision == decision.__class__(Route.REMEMBER, BOB, "he hates mornings")
+    assert decision == decision.__class__(Route.REMEMBER, BOB, "he hates mornings", speaker_id=CAROL)
 
 
 async def test_remember_this_without_about_is_about_the_replied_author():

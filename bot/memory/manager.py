@@ -9,7 +9,9 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.memory.facts import FactChange, FactsModel, FactsStore, Revision
 from bot.memory.ingest import WriteBehindQueue
+from bot.memory.names import NameDirectory
 from bot.memory.types import IncomingMessage, MessageDelete, MessageEdit
 from bot.settings import Settings
 from db.engine import create_session_factory
@@ -19,12 +21,16 @@ log = logging.getLogger(__name__)
 
 
 class MemoryManager:
-    """Owns ingestion and (later) facts, summaries and context for every guild."""
+    """Owns ingestion and facts (and, with the transient track, summaries and context) for every guild."""
 
-    def __init__(self, engine: AsyncEngine, settings: Settings) -> None:
+    def __init__(self, engine: AsyncEngine, settings: Settings, *, facts_model: FactsModel | None = None) -> None:
         self.engine = engine
         self.settings = settings
         self.sessions = create_session_factory(engine)
+        self.names = NameDirectory(self.sessions)
+        self._facts = (
+            FactsStore(self.sessions, facts_model, max_chars=settings.facts_max_chars) if facts_model else None
+        )
         self.ingest = WriteBehindQueue(
             engine,
             batch_rows=settings.ingest_batch_rows,
@@ -57,6 +63,40 @@ class MemoryManager:
         ids = tuple(message_ids)
         if ids:
             await self.ingest.put(MessageDelete(ids))
+
+    @property
+    def fact_store(self) -> FactsStore:
+        """The facts track; needs a facts model (the LLM, or the offline provider)."""
+        if self._facts is None:
+            raise RuntimeError("MemoryManager was built without a facts model")
+        return self._facts
+
+    async def facts(self, guild_id: int, user_id: int) -> str | None:
+        """What was explicitly remembered about a member, or None."""
+        return await self.fact_store.facts(guild_id, user_id)
+
+    async def remember(self, guild_id: int, user_id: int, fact: str, *, requested_by: int) -> FactChange:
+        """Merge a fact about a member into what is known (newer wins), as a new revision."""
+        subject = await self.names.name(guild_id, user_id)
+        return await self.fact_store.remember(guild_id, user_id, fact, requested_by=requested_by, subject=subject)
+
+    async def forget(self, guild_id: int, user_id: int, fact: str, *, requested_by: int) -> FactChange:
+        """Remove a fact about a member; `.found` says whether there was anything to remove."""
+        subject = await self.names.name(guild_id, user_id)
+        return await self.fact_store.forget(guild_id, user_id, fact, requested_by=requested_by, subject=subject)
+
+    async def fact_history(self, guild_id: int, user_id: int, *, limit: int = 25) -> list[Revision]:
+        """Revisions of a member's facts, newest first."""
+        return await self.fact_store.history(guild_id, user_id, limit=limit)
+
+    async def revert(self, guild_id: int, user_id: int, revision_id: int, *, requested_by: int) -> FactChange:
+        """Undo a revision (restore the blob as it was before it), recorded as a new revision."""
+        return await self.fact_store.revert(guild_id, user_id, revision_id, requested_by=requested_by)
+
+    async def describe(self, guild_id: int, user_id: int) -> str | None:
+        """Everything the bot would tell about a member (facts, until the transient track joins in)."""
+        facts = await self.facts(guild_id, user_id)
+        return await self.names.render_mentions(guild_id, facts, at=False) if facts else None
 
     async def flush(self) -> None:
         """Wait until everything queued so far is committed."""

@@ -48,10 +48,11 @@ class NameDirectory:
         """One display name, or a neutral placeholder that never pings."""
         return (await self.names(guild_id, {user_id})).get(user_id, f"member {str(user_id)[-4:]}")
 
-    async def render_mentions(self, guild_id: int, text: str) -> str:
-        """Replace `<@id>` mentions by `@name`, so the model sees names and nothing echoes a live ping."""
+    async def render_mentions(self, guild_id: int, text: str, *, at: bool = True) -> str:
+        """Replace `<@id>` mentions by `@name` (or `name`), so the model sees names and nothing echoes a ping."""
         ids = {int(m) for m in MENTION.findall(text)}
         if not ids:
             return text
         known = await self.names(guild_id, ids)
-        return MENTION.sub(lambda m: "@" + known.get(int(m.group(1)), f"member {m.group(1)[-4:]}"), text)
+        prefix = "@" if at else ""
+        return MENTION.sub(lambda m: prefix + known.get(int(m.group(1)), f"member {m.group(1)[-4:]}"), text)
