@@ -170,11 +170,24 @@ def third_person(fact: str, name: str) -> str:
     for pattern, replacement in _THIRD_PERSON:
         text = re.sub(pattern, replacement.format(name=name), text, flags=re.I)
     # "I like" → "Ana likes": a simple -s agreement is right for the great majority of verbs people use.
-    text = re.sub(r"\bI (\w+)\b", lambda m: f"{name} {_agree(m.group(1))}", text)
+    text = re.sub(
+        r"\bI ((?:never|always|often|still|just|usually|sometimes|really|also) )?(\w+)\b",
+        lambda m: f"{name} {m.group(1) or ''}{_agree(m.group(2))}",
+        text,
+    )
     return text[:1].upper() + text[1:]
 
 
+_NO_AGREEMENT = {
+    "can", "could", "will", "would", "shall", "should", "may", "might", "must", "did", "went", "got", "made",
+    "saw", "said", "came", "took", "gave", "left", "met", "bought", "thought", "told", "found", "felt", "lost",
+    "won", "ate", "drank", "ran", "began", "became", "knew", "wrote", "sold", "sent", "spent", "moved",
+}
+
+
 def _agree(verb: str) -> str:
+    if verb.lower() in _NO_AGREEMENT or verb.endswith("ed"):
+        return verb
     if verb.endswith(("s", "sh", "ch", "x", "z", "o")):
         return verb + "es"
     if len(verb) > 2 and verb.endswith("y") and verb[-2] not in "aeiou":

@@ -107,6 +107,8 @@ async def test_everything_else_goes_to_the_router(text):
         ("I study physics", "Ana studies physics"),
         ("I don't eat meat", "Ana does not eat meat"),
         ("I'm from Berlin and I watch anime", "Ana is from Berlin and Ana watches anime"),
+        ("I moved to Lisbon", "Ana moved to Lisbon"),
+        ("I never eat pork", "Ana never eats pork"),
     ],
 )
 def test_third_person(fact, expected):

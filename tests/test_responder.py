@@ -1,0 +1,115 @@
+"""The responder end to end on both databases: every phrasing, answers, policy, no live pings."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.conversation import Request, Route
+from bot.memory.manager import MemoryManager
+from bot.responder import Responder
+from tests.factories import ALICE, BOB, GUILD, OTHER_GUILD, message
+from tests.memory.test_facts import AppendingModel
+
+CAROL = 2**60 + 1003
+
+
+async def echo_chat(request: Request, context: str | None) -> str:
+    return f"chat[{context}]"
+
+
+@pytest.fixture
+async def memory(engine, settings):
+    memory = MemoryManager(engine, settings, facts_model=AppendingModel())
+    await memory.start()
+    for author, name in ((ALICE, "Ana"), (BOB, "Bob"), (CAROL, "Carol")):
+        await memory.ingest_message(message("hi", author=author, name=name))
+    await memory.flush()
+    yield memory
+    await memory.close()
+
+
+def responder(memory, policy="anyone"):
+    return Responder(memory, router=None, chatter=echo_chat, policy=policy)
+
+
+def ask(text, author=ALICE, guild=GUILD, **kw):
+    return Request(guild_id=guild, author_id=author, text=text, **kw)
+
+
+async def test_remember_in_first_person_is_stored_in_third_person(memory):
+    answer = await responder(memory).respond(ask("remember that I like green tea"))
+    assert answer.route is Route.REMEMBER and answer.change and answer.change.changed
+    assert await memory.facts(GUILD, ALICE) == "Ana likes green tea."
+    assert answer.text == "Got it. What I know about Ana now:\nAna likes green tea."
+
+
+async def test_remember_about_a_mention_renders_names_and_never_pings(memory):
+    answer = await responder(memory).respond(ask(f"remember: <@{BOB}> is Sergey and owes <@!{CAROL}> a beer"))
+    assert await memory.facts(GUILD, BOB) == "Bob is Sergey and owes Carol a beer."
+    assert "<@" not in answer.text
+
+
+async def test_remember_this_about_user_from_a_reply(memory):
+    answer = await responder(memory).respond(
+        ask(f"remember this about <@{BOB}>", reply_to_author_id=BOB, reply_to_text="I moved to Lisbon")
+    )
+    assert await memory.facts(GUILD, BOB) == "Bob moved to Lisbon."
+    assert answer.route is Route.REMEMBER
+
+
+async def test_first_person_in_a_fact_about_someone_else_means_the_speaker(memory):
+    await responder(memory).respond(ask(f"remember that <@{BOB}> helped me move"))
+    assert await memory.facts(GUILD, BOB) == "Bob helped Ana move."
+
+
+async def test_what_do_you_know_about_me_name_and_mention(memory):
+    r = responder(memory)
+    await r.respond(ask("remember that Bob is Sergey"))
+    for text in ("what do you know about Bob?", f"what do you know about <@{BOB}>"):
+        assert (await r.respond(ask(text))).text == "What I know about Bob:\nBob is Sergey."
+    assert (await r.respond(ask("what do you know about me?"))).text == "I don't know anything about Ana yet."
+
+
+async def test_forget_found_and_not_found(memory):
+    r = responder(memory)
+    await r.respond(ask("remember that I like tea"))
+    missing = await r.respond(ask("forget that I own a boat"))
+    assert missing.text == "I had nothing like that about Ana, so nothing changed."
+    assert await memory.facts(GUILD, ALICE) == "Ana likes tea."
+    found = await r.respond(ask("forget that I like tea"))
+    assert found.change and found.change.found and await memory.facts(GUILD, ALICE) is None
+
+
+async def test_unknown_and_ambiguous_names_ask_and_change_nothing(memory):
+    await memory.ingest_message(message("hi", author=CAROL + 1, name="carol"))
+    await memory.flush()
+    r = responder(memory)
+    unknown = await r.respond(ask("remember that Zed owns a boat"))
+    assert "don't know anyone called Zed" in unknown.text
+    ambiguous = await r.respond(ask("remember that Carol owns a boat"))
+    assert "Several people" in ambiguous.text and "Mention the one you mean" in ambiguous.text
+    assert await memory.facts(GUILD, CAROL) is None
+
+
+async def test_self_and_admins_policy(memory):
+    r = responder(memory, policy="self_and_admins")
+    refused = await r.respond(ask("remember that Bob is Sergey"))
+    assert "Only the person themselves or an admin" in refused.text and await memory.facts(GUILD, BOB) is None
+    await r.respond(ask("remember that Bob is Sergey"), is_admin=True)
+    await r.respond(ask("remember that I like chess", author=BOB))
+    history = await memory.fact_history(GUILD, BOB)
+    assert [h.requested_by for h in history] == [BOB, ALICE]
+
+
+async def test_facts_from_one_guild_are_not_told_in_another(memory):
+    r = responder(memory)
+    await r.respond(ask("remember that Bob is Sergey"))
+    other = await r.respond(ask(f"what do you know about <@{BOB}>", guild=OTHER_GUILD))
+    assert "Sergey" not in other.text
+
+
+async def test_everything_else_is_chat_with_the_authors_facts(memory):
+    r = responder(memory)
+    await r.respond(ask("remember that I like tea"))
+    answer = await r.respond(ask("how are you?"))
+    assert answer.route is Route.CHAT and answer.text == "chat[Ana likes tea.]"
