@@ -1,0 +1,1 @@
+"""discord.py extensions: thin adapters over MemoryManager and the responder."""

@@ -1,0 +1,126 @@
+"""Listener Cog: every guild message, edit and delete goes to memory; messages addressed to the bot get a reply."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import discord
+from discord.ext import commands
+
+from bot.conversation import Request, address
+from bot.memory.types import IncomingMessage
+from bot.sending import defuse, split_message
+
+if TYPE_CHECKING:
+    from bot.discord_bot import ElefantBot
+
+log = logging.getLogger(__name__)
+APOLOGY = "Sorry, I couldn't think that through just now. Please try again in a moment."
+
+
+def incoming(message: discord.Message) -> IncomingMessage:
+    """The memory layer's view of a Discord message (IDs, not objects)."""
+    assert message.guild is not None
+    reference = message.reference
+    return IncomingMessage(
+        guild_id=message.guild.id,
+        channel_id=message.channel.id,
+        message_id=message.id,
+        author_id=message.author.id,
+        author_name=message.author.display_name,
+        author_username=message.author.name,
+        content=message.content,
+        created_at=message.created_at,
+        edited_at=message.edited_at,
+        reply_to_id=reference.message_id if reference else None,
+        mentioned_user_ids=tuple(user.id for user in message.mentions),
+    )
+
+
+class Listener(commands.Cog):
+    """Feeds memory from the gateway and answers people who talk to the bot."""
+
+    def __init__(self, bot: ElefantBot) -> None:
+        self.bot = bot
+
+    @commands.Cog.listener()
+    async def on_message(self, message: discord.Message) -> None:
+        """Store every guild message; reply when addressed."""
+        if message.guild is None:
+            return  # direct messages are not stored
+        author_is_self = self.bot.user is not None and message.author.id == self.bot.user.id
+        if author_is_self or not message.author.bot or self.bot.settings.ingest_other_bots:
+            await self.bot.memory.ingest_message(incoming(message))
+        if message.author.bot:
+            return
+        replied = _replied_message(message)
+        assert self.bot.user is not None
+        text = address(
+            message.content,
+            bot_user_id=self.bot.user.id,
+            bot_name=self.bot.settings.bot_name,
+            replied_to_bot=replied is not None and replied.author.id == self.bot.user.id,
+        )
+        if text is None:
+            return
+        request = Request(
+            guild_id=message.guild.id,
+            author_id=message.author.id,
+            text=text,
+            reply_to_author_id=replied.author.id if replied else None,
+            reply_to_text=replied.content if replied else None,
+        )
+        await self._answer(message, request)
+
+    async def _answer(self, message: discord.Message, request: Request) -> None:
+        is_admin = isinstance(message.author, discord.Member) and message.author.guild_permissions.manage_guild
+        try:
+            async with message.channel.typing():
+                answer = await self.bot.responder.respond(request, is_admin=is_admin)
+            text = answer.text
+        except Exception:
+            log.exception("answering message %s failed", message.id)
+            text = APOLOGY
+        await self._send(message, text)
+
+    async def _send(self, message: discord.Message, text: str) -> None:
+        none = discord.AllowedMentions.none()
+        for index, chunk in enumerate(split_message(defuse(text))):
+            try:
+                if index == 0:
+                    await message.reply(chunk, mention_author=False, allowed_mentions=none)
+                else:
+                    await message.channel.send(chunk, allowed_mentions=none)
+            except discord.HTTPException:
+                log.exception("sending a reply to message %s failed", message.id)
+                return
+
+    @commands.Cog.listener()
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        """Keep the stored text current (raw: uncached messages count too)."""
+        if payload.guild_id is None:
+            return
+        edited = payload.message
+        if edited.edited_at is not None:
+            await self.bot.memory.ingest_edit(payload.message_id, edited.content, edited.edited_at)
+
+    @commands.Cog.listener()
+    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        """Deleted in Discord means deleted here."""
+        if payload.guild_id is not None:
+            await self.bot.memory.ingest_delete([payload.message_id])
+
+    @commands.Cog.listener()
+    async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
+        """Bulk deletes (moderation purges) too."""
+        if payload.guild_id is not None:
+            await self.bot.memory.ingest_delete(payload.message_ids)
+
+
+def _replied_message(message: discord.Message) -> discord.Message | None:
+    reference = message.reference
+    if reference is None:
+        return None
+    resolved = reference.resolved or reference.cached_message
+    return resolved if isinstance(resolved, discord.Message) else None
