@@ -26,7 +26,9 @@ def intents() -> discord.Intents:
 class ElefantBot(commands.Bot):
     """The bot; long-lived resources are opened by the caller and passed in."""
 
-    def __init__(self, *, memory: MemoryManager, responder: Responder, settings: Settings) -> None:
+    def __init__(
+        self, *, memory: MemoryManager, responder: Responder, settings: Settings, sync_commands: bool = True
+    ) -> None:
         super().__init__(
             command_prefix=commands.when_mentioned,
             intents=intents(),
@@ -36,18 +38,24 @@ class ElefantBot(commands.Bot):
         self.memory = memory
         self.responder = responder
         self.settings = settings
+        self._sync_commands = sync_commands
 
     async def setup_hook(self) -> None:
         """Load the Cogs and sync slash commands (to the development guild when one is set)."""
         from bot.cogs.listener import Listener
 
         await self.add_cog(Listener(self))
+        if not self._sync_commands:
+            return
         if self.settings.dev_guild_id:
             guild = discord.Object(id=self.settings.dev_guild_id)
             self.tree.copy_global_to(guild=guild)
             await self.tree.sync(guild=guild)
         elif self.application_id:
             await self.tree.sync()
+
+    async def on_message(self, message: discord.Message, /) -> None:
+        """No prefix commands: the listener Cog handles messages, slash commands handle the rest."""
 
     async def on_ready(self) -> None:
         """Log who we are once connected."""

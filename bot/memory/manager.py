@@ -50,6 +50,7 @@ class MemoryManager:
         """Queue a guild message for storage; False when its author opted out (nothing is kept)."""
         if (message.guild_id, message.author_id) in self._optouts:
             return False
+        self.names.note(message.guild_id, message.author_id, message.author_name, message.author_username)
         if not self.ingest.offer(message):  # the common case costs no extra coroutine
             await self.ingest.put(message)
         return True

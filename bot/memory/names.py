@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from cachetools import LRUCache
 from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -13,10 +14,24 @@ MENTION = re.compile(r"<@!?(\d{15,20})>")
 
 
 class NameDirectory:
-    """Looks members up by name in `member_names` (kept current by ingestion)."""
+    """Looks members up by name in `member_names` (kept current by ingestion).
 
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    Ingestion is write-behind, so names seen in the last moments may not be in SQL yet: `note` keeps
+    them in a small LRU overlay that answers first.
+    """
+
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], *, recent: int = 10_000) -> None:
         self._sessions = sessions
+        self._recent: LRUCache[tuple[int, int], tuple[str, str | None]] = LRUCache(maxsize=recent)
+
+    def note(self, guild_id: int, user_id: int, display_name: str, username: str | None) -> None:
+        """Remember the name a member was just seen with."""
+        self._recent[(guild_id, user_id)] = (display_name, username)
+
+    def drop(self, guild_id: int, user_id: int | None = None) -> None:
+        """Forget cached names of a member, or of a whole guild (after a purge)."""
+        for key in [k for k in self._recent if k[0] == guild_id and user_id in (None, k[1])]:
+            del self._recent[key]
 
     async def resolve(self, guild_id: int, name: str) -> list[int]:
         """User IDs whose display name or username equals `name` (case-insensitive); several = ambiguous."""
@@ -24,25 +39,33 @@ class NameDirectory:
         if not wanted:
             return []
         async with self._sessions() as session:
-            rows = await session.scalars(
-                select(MemberName.user_id).where(
+            rows = await session.execute(
+                select(MemberName.user_id, MemberName.display_name, MemberName.username).where(
                     MemberName.guild_id == guild_id,
                     or_(func.lower(MemberName.display_name) == wanted, func.lower(MemberName.username) == wanted),
                 )
             )
-            return sorted(set(rows.all()))
+            stored = {user_id: (display, username) for user_id, display, username in rows}
+        for (guild, user_id), names in self._recent.items():
+            if guild == guild_id:
+                stored[user_id] = names  # the newest name wins, also when it no longer matches
+        return sorted(u for u, names in stored.items() if any(n and n.casefold() == wanted for n in names))
 
     async def names(self, guild_id: int, user_ids: set[int]) -> dict[int, str]:
         """Display names for `user_ids`; unknown IDs are left out."""
         if not user_ids:
             return {}
-        async with self._sessions() as session:
-            rows = await session.execute(
-                select(MemberName.user_id, MemberName.display_name).where(
-                    MemberName.guild_id == guild_id, MemberName.user_id.in_(user_ids)
+        found = {u: self._recent[(guild_id, u)][0] for u in user_ids if (guild_id, u) in self._recent}
+        missing = user_ids - found.keys()
+        if missing:
+            async with self._sessions() as session:
+                rows = await session.execute(
+                    select(MemberName.user_id, MemberName.display_name).where(
+                        MemberName.guild_id == guild_id, MemberName.user_id.in_(missing)
+                    )
                 )
-            )
-            return {user_id: name for user_id, name in rows}
+                found.update({user_id: name for user_id, name in rows})
+        return found
 
     async def name(self, guild_id: int, user_id: int) -> str:
         """One display name, or a neutral placeholder that never pings."""
