@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from sqlalchemy import Date, Index, String, Text, UniqueConstraint
+from sqlalchemy import Date, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from db.types import Snowflake, SurrogateKey, UTCDateTime
@@ -112,3 +112,23 @@ class UserOptOut(Base):
     guild_id: Mapped[int] = mapped_column(Snowflake, primary_key=True, autoincrement=False)
     user_id: Mapped[int] = mapped_column(Snowflake, primary_key=True, autoincrement=False)
     at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class LlmCall(Base):
+    """Every model call: what it was for, what it cost, how it ended; feeds stats and benchmarks."""
+
+    __tablename__ = "llm_calls"
+
+    id: Mapped[int] = mapped_column(SurrogateKey, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+    guild_id: Mapped[int | None] = mapped_column(Snowflake)
+    operation: Mapped[str] = mapped_column(String(32))
+    role: Mapped[str] = mapped_column(String(8))
+    provider: Mapped[str] = mapped_column(String(16))
+    model: Mapped[str] = mapped_column(String(100))
+    tokens_in: Mapped[int] = mapped_column(Integer)
+    tokens_out: Mapped[int] = mapped_column(Integer)
+    latency_ms: Mapped[int] = mapped_column(Integer)
+    outcome: Mapped[str] = mapped_column(String(16))
+
+    __table_args__ = (Index("ix_llm_calls_guild_at", "guild_id", "at"),)

@@ -1,0 +1,100 @@
+"""The LLM client the memory layer uses: render the prompt, ask the model, fall back offline, account."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from bot.llm.offline import OfflineProvider
+from bot.llm.prompts import PromptTemplate
+from bot.llm.types import LLMError, LLMResult, LLMUnavailableError, Provider, Role
+from bot.llm.usage import UsageRecorder
+
+log = logging.getLogger(__name__)
+
+
+class LLM:
+    """`run(operation, variables)`: the primary provider when it answers, else the offline provider."""
+
+    def __init__(
+        self,
+        primary: Provider | None,
+        *,
+        prompts: Mapping[str, PromptTemplate],
+        usage: UsageRecorder | None = None,
+        offline: Provider | None = None,
+        client: Any = None,
+    ) -> None:
+        self.primary = primary
+        self.prompts = prompts
+        self._usage = usage
+        self._offline = offline or OfflineProvider()
+        self._client = client  # the google-genai client, closed by close()
+
+    @property
+    def is_offline(self) -> bool:
+        """True when no model is configured (everything is answered deterministically)."""
+        return self.primary is None
+
+    def version(self, operation: str) -> str:
+        """The prompt version, stored with what the prompt produced."""
+        return self.prompts[operation].version
+
+    async def run(
+        self,
+        operation: str,
+        variables: Mapping[str, Any],
+        *,
+        schema: type[BaseModel] | None = None,
+        role: Role = "fast",
+        temperature: float = 0.7,
+        guild_id: int | None = None,
+        fallback: bool = True,
+    ) -> LLMResult:
+        """Answer `operation`; with `fallback=False` a model failure raises LLMError instead."""
+        prompt = self.prompts[operation].render(variables)
+        call = {"operation": operation, "prompt": prompt, "variables": variables, "schema": schema,
+                "temperature": temperature, "role": role}
+        if self.primary is not None:
+            started = time.perf_counter()
+            try:
+                result = await self.primary.generate(**call)
+            except LLMUnavailableError:
+                await self._record_result(self._nothing(started), operation, role, guild_id, "skipped")
+                if not fallback:
+                    raise
+            except LLMError:
+                log.warning("%s failed; %s", operation, "using the offline provider" if fallback else "giving up")
+                await self._record_result(self._nothing(started), operation, role, guild_id, "error")
+                if not fallback:
+                    raise
+            else:
+                await self._record_result(result, operation, role, guild_id, "ok")
+                return result
+        result = await self._offline.generate(**call)
+        await self._record_result(result, operation, role, guild_id, "fallback" if self.primary else "ok")
+        return dataclasses.replace(result, degraded=self.primary is not None)
+
+    def _nothing(self, started: float) -> LLMResult:
+        name = self.primary.name if self.primary else "none"
+        return LLMResult("", None, 0, 0, "", time.perf_counter() - started, name)
+
+    async def close(self) -> None:
+        """Close the HTTP client behind the primary provider, if any."""
+        if self._client is not None:
+            await self._client.aio.aclose()
+
+    async def _record_result(
+        self, result: LLMResult, operation: str, role: str, guild_id: int | None, outcome: str
+    ) -> None:
+        if self._usage is not None:
+            await self._usage.record(
+                operation=operation, role=role, provider=result.provider, model=result.model,
+                tokens_in=result.tokens_in, tokens_out=result.tokens_out, latency_s=result.latency_s,
+                outcome=outcome, guild_id=guild_id,
+            )

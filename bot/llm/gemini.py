@@ -1,0 +1,108 @@
+"""The Gemini provider on google-genai's async client; copes with models without system or JSON mode."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from google import genai
+from google.genai import types
+from pydantic import BaseModel, ValidationError
+
+from bot.llm.types import LLMError, LLMResult, Prompt, Role
+
+log = logging.getLogger(__name__)
+_JSON_BLOCK = re.compile(r"\{.*\}", re.S)
+
+
+def lacks_system_and_json(model: str) -> bool:
+    """Gemma models served by the Gemini API take neither system instructions nor JSON mode."""
+    return model.startswith("gemma")
+
+
+def parse_json(text: str, schema: type[BaseModel]) -> BaseModel | None:
+    """Parse a reply defensively: code fences and chatter around the JSON object are tolerated."""
+    candidates = [text.strip()]
+    if match := _JSON_BLOCK.search(text):
+        candidates.append(match.group(0))
+    for candidate in candidates:
+        try:
+            return schema.model_validate(json.loads(candidate))
+        except (json.JSONDecodeError, ValidationError):
+            continue
+    return None
+
+
+class GeminiProvider:
+    """One request per call; retries, limits and the breaker live in `ResilientProvider`."""
+
+    name = "gemini"
+
+    def __init__(self, client: genai.Client, *, models: Mapping[Role, str], timeout_s: float) -> None:
+        self._client = client
+        self._models = models
+        self._timeout_ms = int(timeout_s * 1000)
+
+    async def generate(
+        self,
+        *,
+        operation: str,
+        prompt: Prompt,
+        variables: Mapping[str, Any],
+        schema: type[BaseModel] | None,
+        temperature: float,
+        role: Role,
+    ) -> LLMResult:
+        """Ask the model for `role`; with a schema, return the parsed object (one repair retry)."""
+        model = self._models[role]
+        started = time.perf_counter()
+        response = await self._call(model, prompt, schema, temperature)
+        text = response.text or ""
+        tokens_in, tokens_out = _usage(response)
+        parsed: Any = None
+        if schema is not None:
+            parsed = response.parsed if isinstance(response.parsed, schema) else parse_json(text, schema)
+            if parsed is None:
+                log.warning("%s: reply to %s was not valid JSON; asking once to repair it", model, operation)
+                repair = Prompt(
+                    system=prompt.system,
+                    user=f"{prompt.user}\n\nYour previous answer was not valid JSON. Answer again with only a JSON "
+                    f"object matching this schema:\n{json.dumps(schema.model_json_schema())}",
+                )
+                response = await self._call(model, repair, schema, temperature)
+                text = response.text or ""
+                more_in, more_out = _usage(response)
+                tokens_in, tokens_out = tokens_in + more_in, tokens_out + more_out
+                parsed = parse_json(text, schema)
+                if parsed is None:
+                    raise LLMError(f"{model} did not return valid JSON for {operation}")
+        elif not text.strip():
+            raise LLMError(f"{model} returned no text for {operation} (blocked or empty)")
+        return LLMResult(text, parsed, tokens_in, tokens_out, model, time.perf_counter() - started, self.name)
+
+    async def _call(
+        self, model: str, prompt: Prompt, schema: type[BaseModel] | None, temperature: float
+    ) -> types.GenerateContentResponse:
+        config = types.GenerateContentConfig(
+            temperature=temperature, http_options=types.HttpOptions(timeout=self._timeout_ms)
+        )
+        contents = prompt.user
+        if lacks_system_and_json(model):
+            contents = f"{prompt.system}\n\n{prompt.user}"
+        else:
+            config.system_instruction = prompt.system
+            if schema is not None:
+                config.response_mime_type = "application/json"
+                config.response_schema = schema
+        return await self._client.aio.models.generate_content(model=model, contents=contents, config=config)
+
+
+def _usage(response: types.GenerateContentResponse) -> tuple[int, int]:
+    usage = response.usage_metadata
+    if usage is None:
+        return 0, 0
+    return usage.prompt_token_count or 0, usage.candidates_token_count or 0

@@ -1,0 +1,166 @@
+"""The offline provider: deterministic, no network, honest about not being a model.
+
+It works from the structured inputs of an operation (not by parsing the prompt): remember appends a
+sentence unless it is a (near) duplicate, forget removes matching sentences, summaries quote the most
+informative lines, merges are labelled concatenations within the budget.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from bot.llm.prompts import ChatLine
+from bot.llm.schemas import DailySummaries, ForgetResult, RouteDecision, UserSummary
+from bot.llm.tokens import estimate_tokens, sentences, trim_to_chars, trim_to_tokens
+from bot.llm.types import LLMResult, Prompt, Role
+
+MODEL = "offline"
+_WORD = re.compile(r"[\w']+")
+_STOP = {"a", "an", "the", "is", "are", "was", "that", "this", "to", "of", "and", "in", "on", "it", "he", "she"}
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.casefold()) if w not in _STOP}
+
+
+def _similar(a: str, b: str) -> float:
+    wa, wb = _words(a), _words(b)
+    return len(wa & wb) / len(wa | wb) if wa and wb else float(a.strip().casefold() == b.strip().casefold())
+
+
+def as_sentence(text: str) -> str:
+    """One tidy sentence: capitalised, ending in punctuation."""
+    text = " ".join(text.split()).strip()
+    if not text:
+        return ""
+    text = text[0].upper() + text[1:]
+    return text if text[-1] in ".!?" else text + "."
+
+
+def remember(existing: str, fact: str) -> str:
+    """Append `fact` unless an existing sentence already says (nearly) the same."""
+    new = as_sentence(fact)
+    kept = sentences(existing)
+    if not new or any(_similar(s, new) >= 0.8 for s in kept):
+        return " ".join(kept)
+    return " ".join([*kept, new])
+
+
+def forget(existing: str, fact: str) -> ForgetResult:
+    """Remove the sentences that state `fact`; found only if something was removed."""
+    target = _words(fact)
+    kept, removed = [], False
+    for sentence in sentences(existing):
+        words = _words(sentence)
+        if target and (target <= words or _similar(sentence, fact) >= 0.6):
+            removed = True
+        else:
+            kept.append(sentence)
+    return ForgetResult(found=removed, memory=" ".join(kept) if removed else existing)
+
+
+def summarise_day(lines: Sequence[ChatLine], *, max_chars: int = 300) -> DailySummaries:
+    """Per author, the most informative lines of the day, quoted, within `max_chars`."""
+    by_author: dict[int, list[ChatLine]] = defaultdict(list)
+    for line in lines:
+        by_author[line.author_id].append(line)
+    summaries = []
+    for author_id, said in by_author.items():
+        name = said[0].author
+        unique = list(dict.fromkeys(line.content.strip() for line in said if line.content.strip()))
+        best = sorted(unique, key=lambda text: (-len(_words(text)), unique.index(text)))
+        head = f"{name} wrote {len(said)} message{'s' if len(said) != 1 else ''}"
+        quotes: list[str] = []
+        for text in best:
+            candidate = f'{head}: ' + "; ".join(f'"{q}"' for q in [*quotes, text])
+            if len(candidate) > max_chars:
+                break
+            quotes.append(text)
+        if quotes:
+            body = f"{head}: " + "; ".join(f'"{q}"' for q in quotes)
+        else:
+            body = trim_to_chars(f'{head}: "{best[0]}"', max_chars) if best else f"{head}."
+        summaries.append(UserSummary(user_id=str(author_id), summary=body))
+    return DailySummaries(summaries=summaries)
+
+
+def summarise_history(days: Sequence[tuple[str, str]], *, max_chars: int = 500) -> str:
+    """Dated daily summaries, newest kept when they do not all fit."""
+    text = " ".join(f"On {day}: {summary}" for day, summary in days if summary)
+    return trim_to_chars(text, max_chars, keep="end")
+
+
+def merge_context(facts: str, current_day: str, history: str, *, max_tokens: int) -> str:
+    """A labelled concatenation, facts first, trimmed to the token budget section by section."""
+    sections = [("Facts", facts), ("Today", current_day), ("Earlier", history)]
+    out: list[str] = []
+    left = max_tokens
+    for label, text in sections:
+        if not text.strip() or left <= 4:
+            continue
+        block = trim_to_tokens(f"{label}: {text.strip()}", left)
+        out.append(block)
+        left -= estimate_tokens(block) + 1
+    return "\n".join(out)
+
+
+def chat(memory: str, author: str) -> str:
+    """What the bot says when asked to chat without a model: an honest note and what it knows."""
+    known = f" What I remember about you: {memory}" if memory.strip() else ""
+    return (
+        f"I'm running without a language model, so I can't chat, {author}. I can still remember things "
+        "(“remember that …”), forget them, and tell you what I know (“what do you know about me?”)." + known
+    )
+
+
+class OfflineProvider:
+    """Answers every operation deterministically from its structured inputs."""
+
+    name = "offline"
+
+    async def generate(
+        self,
+        *,
+        operation: str,
+        prompt: Prompt,
+        variables: Mapping[str, Any],
+        schema: type[BaseModel] | None,
+        temperature: float,
+        role: Role,
+    ) -> LLMResult:
+        """Run the deterministic version of `operation`."""
+        started = time.perf_counter()
+        parsed: Any = None
+        v = variables
+        if operation == "remember":
+            text = remember(v["existing"], v["fact"])
+        elif operation == "forget":
+            parsed = forget(v["existing"], v["fact"])
+            text = parsed.model_dump_json()
+        elif operation == "condense":
+            text = trim_to_chars(v["existing"], int(v["max_chars"]), keep="end")
+        elif operation == "route":
+            parsed = RouteDecision(route="chat")
+            text = parsed.model_dump_json()
+        elif operation == "daily_summary":
+            parsed = summarise_day(v["lines"])
+            text = parsed.model_dump_json()
+        elif operation == "historical_summary":
+            text = summarise_history(v["days"])
+        elif operation == "merge_context":
+            text = merge_context(v["facts"], v["current_day"], v["history"], max_tokens=int(v["max_tokens"]))
+        elif operation == "chat":
+            text = chat(v["memory"], v["author"])
+        else:
+            raise ValueError(f"unknown operation {operation!r}")
+        return LLMResult(
+            text=text, parsed=parsed, tokens_in=estimate_tokens(prompt.system + prompt.user),
+            tokens_out=estimate_tokens(text), model=MODEL, latency_s=time.perf_counter() - started,
+            provider=self.name,
+        )

@@ -1,0 +1,100 @@
+"""Prompt files: loaded once at start-up, checked, and rendered with escaped values.
+
+A prompt file is front matter (`version`, `variables`), the system part, a `=== user ===` line, and the
+user template with `$name` placeholders. Values are XML-escaped when substituted; variables whose name
+ends in `_xml` carry XML this module built itself (see `transcript`) and go in as they are.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from string import Template
+from typing import Any
+from xml.sax.saxutils import escape
+
+from bot.llm.types import Prompt
+
+PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
+OPERATIONS = (
+    "remember", "forget", "condense", "route", "daily_summary", "historical_summary", "merge_context", "chat",
+)
+_SPLIT = re.compile(r"^=== user ===$", re.M)
+
+
+class PromptError(Exception):
+    """A prompt file is missing or does not match its declared variables."""
+
+
+@dataclass(frozen=True, slots=True)
+class PromptTemplate:
+    """One operation's prompt."""
+
+    name: str
+    version: str
+    variables: frozenset[str]
+    system: Template
+    user: Template
+
+    def render(self, values: Mapping[str, Any]) -> Prompt:
+        """Substitute `values` (escaped); a missing variable raises PromptError."""
+        missing = self.variables - values.keys()
+        if missing:
+            raise PromptError(f"prompt {self.name!r} needs {sorted(missing)}")
+        safe = {k: (str(v) if k.endswith("_xml") else escape(str(v))) for k, v in values.items()}
+        return Prompt(system=self.system.substitute(safe), user=self.user.substitute(safe))
+
+
+@dataclass(frozen=True, slots=True)
+class ChatLine:
+    """One message as the model sees it: names, not IDs, in the content."""
+
+    timestamp: datetime
+    author_id: int
+    author: str
+    content: str
+
+
+def transcript(lines: Iterable[ChatLine]) -> str:
+    """Messages as escaped XML elements, so chat text can never close them and act as instructions."""
+    return "\n".join(
+        "<message>"
+        f"<timestamp>{line.timestamp.isoformat(timespec='minutes')}</timestamp>"
+        f"<author_id>{line.author_id}</author_id>"
+        f"<author>{escape(line.author)}</author>"
+        f"<content>{escape(line.content)}</content>"
+        "</message>"
+        for line in lines
+    )
+
+
+def _parse(path: Path) -> PromptTemplate:
+    raw = path.read_text(encoding="utf-8")
+    if not raw.startswith("---\n") or "\n---\n" not in raw[4:]:
+        raise PromptError(f"{path.name}: missing front matter")
+    header, body = raw[4:].split("\n---\n", 1)
+    meta = dict(line.split(":", 1) for line in header.splitlines() if ":" in line)
+    version = meta.get("version", "").strip()
+    declared = frozenset(v.strip() for v in meta.get("variables", "").strip(" []").split(",") if v.strip())
+    parts = _SPLIT.split(body, maxsplit=1)
+    if not version or len(parts) != 2:
+        raise PromptError(f"{path.name}: needs a version and a '=== user ===' line")
+    system, user = Template(parts[0].strip()), Template(parts[1].strip())
+    used = frozenset(system.get_identifiers()) | frozenset(user.get_identifiers())
+    if used != declared or not (system.is_valid() and user.is_valid()):
+        raise PromptError(f"{path.name}: placeholders {sorted(used)} differ from variables {sorted(declared)}")
+    return PromptTemplate(path.stem, version, declared, system, user)
+
+
+def load_prompts(directory: Path = PROMPTS_DIR) -> dict[str, PromptTemplate]:
+    """Load and check every operation's prompt; fails at start-up, not at the first message."""
+    prompts = {}
+    for operation in OPERATIONS:
+        path = directory / f"{operation}.md"
+        if not path.is_file():
+            raise PromptError(f"prompt file {path} is missing")
+        prompts[operation] = _parse(path)
+    return prompts

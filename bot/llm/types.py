@@ -1,0 +1,60 @@
+"""The provider protocol and what a call returns; shared by every provider."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel
+
+Role = Literal["batch", "fast"]
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """A rendered prompt: the instructions, and the user part that carries the (escaped) data."""
+
+    system: str
+    user: str
+
+
+@dataclass(frozen=True, slots=True)
+class LLMResult:
+    """What one call produced, with what it cost."""
+
+    text: str
+    parsed: Any
+    tokens_in: int
+    tokens_out: int
+    model: str
+    latency_s: float
+    provider: str
+    degraded: bool = False
+
+
+class LLMError(Exception):
+    """A model call failed (after retries)."""
+
+
+class LLMUnavailableError(LLMError):
+    """The circuit breaker is open: the model is skipped for now."""
+
+
+class Provider(Protocol):
+    """Anything that can answer an operation: the Gemini provider, the offline provider, test doubles."""
+
+    name: str
+
+    async def generate(
+        self,
+        *,
+        operation: str,
+        prompt: Prompt,
+        variables: Mapping[str, Any],
+        schema: type[BaseModel] | None,
+        temperature: float,
+        role: Role,
+    ) -> LLMResult:
+        """Answer one operation."""
+        ...

@@ -1,0 +1,149 @@
+"""A local HTTP server that speaks enough of the Gemini REST API for the real google-genai client.
+
+Scriptable per test: queue canned replies (text, JSON, 429 with a retry delay, 500, a hang), or set a
+responder function that computes the reply from the request; every request is recorded. Also used by
+benchmarks, with a fixed artificial latency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+_PATH = re.compile(r"^/(?P<version>v1\w*)/models/(?P<model>[^/:]+):generateContent$")
+
+
+@dataclass
+class StubRequest:
+    """One generateContent call as the stub saw it."""
+
+    model: str
+    body: dict[str, Any]
+    api_key: str | None
+
+    @property
+    def prompt_text(self) -> str:
+        """All text parts of the request (system instruction and contents)."""
+        parts = [p.get("text", "") for c in self.body.get("contents", []) for p in c.get("parts", [])]
+        system = self.body.get("systemInstruction") or self.body.get("system_instruction") or {}
+        parts += [p.get("text", "") for p in system.get("parts", [])]
+        return "\n".join(parts)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The generationConfig sent."""
+        return self.body.get("generationConfig", {})
+
+
+@dataclass
+class Reply:
+    """What the stub answers: a status, a text (or JSON) body, a delay before answering."""
+
+    text: str = ""
+    status: int = 200
+    delay: float = 0.0
+    retry_delay: str | None = None
+    tokens_in: int = 11
+    tokens_out: int = 7
+    blocked: bool = False
+
+
+def text(value: str, **kw: Any) -> Reply:
+    """A plain text answer."""
+    return Reply(text=value, **kw)
+
+
+def as_json(value: Any, **kw: Any) -> Reply:
+    """A JSON answer (what structured output looks like on the wire)."""
+    return Reply(text=json.dumps(value), **kw)
+
+
+def error(status: int, *, retry_delay: str | None = None) -> Reply:
+    """An API error; 429 may carry a google.rpc.RetryInfo delay such as "0.2s"."""
+    return Reply(status=status, retry_delay=retry_delay)
+
+
+def hang(seconds: float = 3600) -> Reply:
+    """A request that does not answer for a long time."""
+    return Reply(text="too late", delay=seconds)
+
+
+@dataclass
+class GeminiStub:
+    """The server; start with `await stub.start()`, point the client at `stub.base_url`."""
+
+    latency: float = 0.0
+    replies: deque[Reply] = field(default_factory=deque)
+    responder: Callable[[StubRequest], Reply] | None = None
+    requests: list[StubRequest] = field(default_factory=list)
+    _runner: web.AppRunner | None = None
+    base_url: str = ""
+
+    def queue(self, *replies: Reply) -> None:
+        """Answer the next requests with these replies, in order."""
+        self.replies.extend(replies)
+
+    async def start(self) -> GeminiStub:
+        """Listen on an ephemeral port on 127.0.0.1."""
+        app = web.Application()
+        app.router.add_post("/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.base_url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def stop(self) -> None:
+        """Shut the server down."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        match = _PATH.match(request.path)
+        if match is None:
+            return web.json_response({"error": {"code": 404, "message": "not found"}}, status=404)
+        seen = StubRequest(match["model"], await request.json(), request.headers.get("x-goog-api-key"))
+        self.requests.append(seen)
+        if self.replies:
+            reply = self.replies.popleft()
+        elif self.responder is not None:
+            reply = self.responder(seen)
+        else:
+            reply = text("stub answer")
+        await asyncio.sleep(self.latency + reply.delay)
+        if reply.status != 200:
+            return web.json_response(_error_body(reply), status=reply.status)
+        return web.json_response(_success_body(reply, seen.model))
+
+
+def _success_body(reply: Reply, model: str) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"text": reply.text}]}, "index": 0}
+    candidate["finishReason"] = "SAFETY" if reply.blocked else "STOP"
+    if reply.blocked:
+        candidate["content"] = {"role": "model", "parts": []}
+    return {
+        "candidates": [candidate],
+        "usageMetadata": {
+            "promptTokenCount": reply.tokens_in,
+            "candidatesTokenCount": reply.tokens_out,
+            "totalTokenCount": reply.tokens_in + reply.tokens_out,
+        },
+        "modelVersion": model,
+    }
+
+
+def _error_body(reply: Reply) -> dict[str, Any]:
+    status = {429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 400: "INVALID_ARGUMENT"}
+    body: dict[str, Any] = {"code": reply.status, "message": "stub error", "status": status.get(reply.status, "")}
+    if reply.retry_delay:
+        body["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": reply.retry_delay}]
+    return {"error": body}
