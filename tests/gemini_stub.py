@@ -94,7 +94,7 @@ class GeminiStub:
         """Listen on an ephemeral port on 127.0.0.1."""
         app = web.Application()
         app.router.add_post("/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)  # hung replies must not block
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
