@@ -1,0 +1,94 @@
+"""The offline provider: one test per operation, each with a concrete expected output."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from bot.llm.client import LLM
+from bot.llm.prompts import ChatLine, load_prompts
+from bot.llm.schemas import DailySummaries, ForgetResult, RouteDecision, UserSummary
+
+LLM_OFFLINE = LLM(None, prompts=load_prompts())
+T = datetime(2026, 11, 20, 9, 30, tzinfo=UTC)
+
+
+async def run(operation, variables, **kw):
+    result = await LLM_OFFLINE.run(operation, variables, **kw)
+    assert result.provider == "offline" and result.model == "offline" and not result.degraded
+    return result
+
+
+async def test_remember_appends_a_sentence_and_drops_near_duplicates():
+    base = {"subject": "Bob", "max_chars": 1500}
+    first = await run("remember", {**base, "existing": "", "fact": "bob is Sergey"})
+    assert first.text == "Bob is Sergey."
+    second = await run("remember", {**base, "existing": first.text, "fact": "Bob likes green tea"})
+    assert second.text == "Bob is Sergey. Bob likes green tea."
+    duplicate = await run("remember", {**base, "existing": second.text, "fact": "bob likes green tea!"})
+    assert duplicate.text == "Bob is Sergey. Bob likes green tea."
+
+
+async def test_forget_removes_matching_sentences_and_reports_found():
+    existing = "Bob is Sergey. Bob likes green tea. Bob lives in Riga."
+    found = await run("forget", {"subject": "Bob", "existing": existing, "fact": "likes green tea"},
+                      schema=ForgetResult)
+    assert found.parsed == ForgetResult(found=True, memory="Bob is Sergey. Bob lives in Riga.")
+    missing = await run("forget", {"subject": "Bob", "existing": existing, "fact": "owns a boat"},
+                        schema=ForgetResult)
+    assert missing.parsed == ForgetResult(found=False, memory=existing)
+
+
+async def test_condense_keeps_the_newest_sentences_within_the_cap():
+    result = await run("condense", {"subject": "Bob", "existing": "One fact. Two fact. Three fact.", "max_chars": 21})
+    assert result.text == "Two fact. Three fact."
+
+
+async def test_route_is_always_chat_offline():
+    result = await run("route", {"bot_name": "Elefant", "author": "Ana", "message": "recuerda que me gusta el té"},
+                       schema=RouteDecision)
+    assert result.parsed == RouteDecision(route="chat")
+
+
+async def test_daily_summary_quotes_the_most_informative_lines_per_user():
+    lines = [
+        ChatLine(T, 11, "Ana", "ok"),
+        ChatLine(T, 11, "Ana", "I finally passed my driving exam today"),
+        ChatLine(T, 22, "Bob", "congrats Ana!"),
+        ChatLine(T, 11, "Ana", "ok"),
+    ]
+    variables = {"guild_name": "G", "day": "2026-11-20", "timezone": "UTC", "transcript_xml": "", "lines": lines}
+    result = await run("daily_summary", variables, schema=DailySummaries, role="batch")
+    assert result.parsed == DailySummaries(summaries=[
+        UserSummary(user_id="11", summary='Ana wrote 3 messages: "I finally passed my driving exam today"; "ok"'),
+        UserSummary(user_id="22", summary='Bob wrote 1 message: "congrats Ana!"'),
+    ])
+
+
+async def test_daily_summary_is_bounded():
+    lines = [ChatLine(T, 11, "Ana", f"message number {i} " + "word " * 30) for i in range(20)]
+    variables = {"guild_name": "G", "day": "d", "timezone": "UTC", "transcript_xml": "", "lines": lines}
+    result = await run("daily_summary", variables, schema=DailySummaries)
+    assert len(result.parsed.summaries[0].summary) <= 300
+
+
+async def test_historical_summary_keeps_dates_and_the_newest_days():
+    days = [("2026-11-18", "Ana studied."), ("2026-11-19", "Ana passed her exam.")]
+    result = await run("historical_summary", {"subject": "Ana", "start_day": "2026-11-18", "end_day": "2026-11-19",
+                                             "days_xml": "", "days": days})
+    assert result.text == "On 2026-11-18: Ana studied. On 2026-11-19: Ana passed her exam."
+
+
+async def test_merge_context_is_a_labelled_concatenation_within_budget():
+    variables = {"subject": "Ana", "today": "2026-11-20", "facts": "Ana is vegetarian.",
+                 "current_day": "Ana talked about exams.", "history": "Ana studied all week. " * 50, "max_tokens": 40}
+    result = await run("merge_context", variables)
+    assert result.text.startswith("Facts: Ana is vegetarian.\nToday: Ana talked about exams.\nEarlier: Ana studied")
+    assert len(result.text) <= 40 * 4
+
+
+async def test_chat_is_honest_about_having_no_model():
+    variables = {"bot_name": "Elefant", "today": "2026-11-20", "timezone": "UTC", "author": "Ana",
+                 "memory": "Ana is vegetarian.", "channel_xml": "", "message": "hi"}
+    result = await run("chat", variables)
+    assert result.text.startswith("I'm running without a language model, so I can't chat, Ana.")
+    assert result.text.endswith("What I remember about you: Ana is vegetarian.")

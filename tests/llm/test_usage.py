@@ -1,0 +1,50 @@
+"""Every call leaves an llm_calls row with token counts, on both databases."""
+
+from __future__ import annotations
+
+from google import genai
+from google.genai import types
+from sqlalchemy import select
+
+from bot.llm.breaker import CircuitBreaker
+from bot.llm.client import LLM
+from bot.llm.prompts import load_prompts
+from bot.llm.usage import UsageRecorder
+from db.engine import create_session_factory
+from db.models import LlmCall
+from tests.factories import GUILD
+from tests.gemini_stub import error, text
+from tests.llm.test_gemini import resilient
+
+VARS = {"subject": "Bob", "existing": "Bob is Sergey.", "max_chars": 100}
+
+
+async def test_every_call_is_recorded_with_tokens(engine, stub):
+    sessions = create_session_factory(engine)
+    client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=stub.base_url))
+    provider = resilient(client, attempts=1, breaker=CircuitBreaker(failures=1, cooldown=60))
+    llm = LLM(provider, prompts=load_prompts(), usage=UsageRecorder(sessions))
+    stub.queue(text("Bob is Sergey.", tokens_in=120, tokens_out=30), error(500))
+    await llm.run("condense", VARS, guild_id=GUILD, role="batch")
+    await llm.run("condense", VARS, guild_id=GUILD)  # fails, falls back offline
+    await llm.run("condense", VARS, guild_id=GUILD)  # breaker open: skipped, offline
+    await client.aio.aclose()
+    async with sessions() as session:
+        rows = (await session.scalars(select(LlmCall).order_by(LlmCall.id))).all()
+    summary = [(r.provider, r.outcome, r.role, r.tokens_in, r.tokens_out, r.guild_id) for r in rows]
+    assert summary[0] == ("gemini", "ok", "batch", 120, 30, GUILD)
+    assert summary[1][:2] == ("gemini", "error") and summary[2][:2] == ("offline", "fallback")
+    assert summary[3][:2] == ("gemini", "skipped") and summary[4][:2] == ("offline", "fallback")
+    assert all(r.tokens_in > 0 for r in rows if r.provider == "offline")
+    assert all(r.at.tzinfo is not None and r.operation == "condense" for r in rows)
+
+
+async def test_a_failing_insert_never_fails_the_call(engine, caplog):
+    sessions = create_session_factory(engine)
+    await engine.dispose()
+    async with engine.begin() as conn:
+        await conn.exec_driver_sql("DROP TABLE llm_calls")
+    llm = LLM(None, prompts=load_prompts(), usage=UsageRecorder(sessions))
+    result = await llm.run("condense", VARS)
+    assert result.text == "Bob is Sergey."
+    assert "could not record" in caplog.text
