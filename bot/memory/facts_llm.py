@@ -1,0 +1,38 @@
+"""The facts track's model, backed by the LLM client (temperature 0: facts must not wander)."""
+
+from __future__ import annotations
+
+from bot.llm.client import LLM
+from bot.llm.schemas import ForgetResult
+
+
+class LLMFactsModel:
+    """Merges, removes and condenses facts with the remember / forget / condense prompts."""
+
+    def __init__(self, llm: LLM) -> None:
+        self._llm = llm
+
+    async def merge(self, *, guild_id: int, subject: str, existing: str, fact: str, max_chars: int) -> str:
+        """The facts with `fact` merged in (newer wins)."""
+        result = await self._llm.run(
+            "remember", {"subject": subject, "existing": existing, "fact": fact, "max_chars": max_chars},
+            temperature=0, guild_id=guild_id,
+        )
+        return result.text
+
+    async def remove(self, *, guild_id: int, subject: str, existing: str, fact: str) -> tuple[bool, str]:
+        """Whether `fact` was found, and the facts without it."""
+        result = await self._llm.run(
+            "forget", {"subject": subject, "existing": existing, "fact": fact},
+            schema=ForgetResult, temperature=0, guild_id=guild_id,
+        )
+        parsed: ForgetResult = result.parsed
+        return parsed.found, parsed.memory
+
+    async def condense(self, *, guild_id: int, subject: str, existing: str, max_chars: int) -> str:
+        """The facts rewritten within `max_chars`."""
+        result = await self._llm.run(
+            "condense", {"subject": subject, "existing": existing, "max_chars": max_chars},
+            temperature=0, guild_id=guild_id,
+        )
+        return result.text
