@@ -11,13 +11,22 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+from google import genai
+from google.genai import types
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.llm.breaker import CircuitBreaker
+from bot.llm.client import LLM
+from bot.llm.gemini import GeminiProvider
+from bot.llm.prompts import load_prompts
+from bot.llm.resilience import ResilientProvider
 from bot.settings import Settings
 from db.engine import create_engine
 from db.migrate import upgrade
 from db.models import Base
+from tests.gemini_stub import GeminiStub
+from tests.model_doubles import RefuseOffline, scripted_model
 
 PG_BASE_URL = os.environ.get("TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
 SNOWFLAKE = 2**60  # real Discord IDs are this large; small test IDs would hide BigInteger mistakes
@@ -95,6 +104,24 @@ async def engine(db_url: str) -> AsyncIterator[AsyncEngine]:
     engine = create_engine(db_url)
     yield engine
     await engine.dispose()
+
+
+@pytest.fixture(params=["offline", "gemini-stub"])
+async def llm(request: pytest.FixtureRequest) -> AsyncIterator[LLM]:
+    """The LLM client twice: offline, and the real google-genai client against the stub over HTTP."""
+    if request.param == "offline":
+        yield LLM(None, prompts=load_prompts())
+        return
+    stub = await GeminiStub(responder=scripted_model).start()
+    client = genai.Client(api_key="test-key", http_options=types.HttpOptions(base_url=stub.base_url))
+    gemini = GeminiProvider(client, models={"batch": "gemini-2.5-flash", "fast": "gemma-3-27b-it"}, timeout_s=5)
+    provider = ResilientProvider(
+        gemini, attempts=2, timeout_s=5, max_concurrency=4, requests_per_minute=10_000,
+        breaker=CircuitBreaker(failures=5, cooldown=60), wait_initial=0.01, wait_max=0.05,
+    )
+    yield LLM(provider, prompts=load_prompts(), offline=RefuseOffline(), client=client)
+    await client.aio.aclose()
+    await stub.stop()
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from bot.llm.breaker import CircuitBreaker
 from bot.llm.client import LLM
 from bot.llm.prompts import load_prompts
 from bot.llm.usage import UsageRecorder
-from db.engine import create_session_factory
+from db.engine import create_engine, create_session_factory
 from db.models import LlmCall
 from tests.factories import GUILD
 from tests.gemini_stub import error, text
@@ -39,12 +39,10 @@ async def test_every_call_is_recorded_with_tokens(engine, stub):
     assert all(r.at.tzinfo is not None and r.operation == "condense" for r in rows)
 
 
-async def test_a_failing_insert_never_fails_the_call(engine, caplog):
-    sessions = create_session_factory(engine)
-    await engine.dispose()
-    async with engine.begin() as conn:
-        await conn.exec_driver_sql("DROP TABLE llm_calls")
-    llm = LLM(None, prompts=load_prompts(), usage=UsageRecorder(sessions))
+async def test_a_failing_insert_never_fails_the_call(tmp_path, caplog):
+    unmigrated = create_engine(f"sqlite+aiosqlite:///{tmp_path}/empty.db")  # no llm_calls table
+    llm = LLM(None, prompts=load_prompts(), usage=UsageRecorder(create_session_factory(unmigrated)))
     result = await llm.run("condense", VARS)
+    await unmigrated.dispose()
     assert result.text == "Bob is Sergey."
     assert "could not record" in caplog.text

@@ -1,0 +1,61 @@
+"""The LLM-backed halves of a conversation: routing what the fast path could not, and chatting."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+from bot.conversation import Decision, Request, Route
+from bot.llm.client import LLM
+from bot.llm.schemas import RouteDecision
+from bot.memory.names import MENTION, NameDirectory
+from bot.settings import Settings
+
+
+class ModelTurns:
+    """Routes with the `route` prompt and answers with the `chat` prompt."""
+
+    def __init__(self, llm: LLM, names: NameDirectory, settings: Settings) -> None:
+        self._llm = llm
+        self._names = names
+        self._settings = settings
+
+    async def route(self, request: Request) -> Decision:
+        """Ask the model what the message wants (any language); subjects are resolved like the fast path."""
+        if self._llm.is_offline:
+            return Decision(Route.CHAT)
+        author = await self._names.name(request.guild_id, request.author_id)
+        result = await self._llm.run(
+            "route", {"bot_name": self._settings.bot_name, "author": author, "message": request.text},
+            schema=RouteDecision, temperature=0, guild_id=request.guild_id,
+        )
+        decision: RouteDecision = result.parsed
+        route = Route(decision.route)
+        if route not in {Route.REMEMBER, Route.FORGET, Route.ABOUT}:
+            return Decision(route)
+        subject = (decision.subject or "").strip()
+        fact = decision.fact if route is not Route.ABOUT else None
+        if not subject or subject.casefold() in {"me", "myself", "i"}:
+            return Decision(route, request.author_id, fact)
+        if mention := MENTION.fullmatch(subject):
+            return Decision(route, int(mention.group(1)), fact)
+        found = await self._names.resolve(request.guild_id, subject)
+        if len(found) == 1:
+            return Decision(route, found[0], fact)
+        return Decision(route, None, fact, tuple(found), None if found else subject)
+
+    async def chat(self, request: Request, memory: str | None) -> str:
+        """A reply in the bot's voice, with what it remembers about the author."""
+        zone = self._settings.default_timezone
+        now = datetime.now(UTC).astimezone(ZoneInfo(zone))
+        author = await self._names.name(request.guild_id, request.author_id)
+        result = await self._llm.run(
+            "chat",
+            {
+                "bot_name": self._settings.bot_name, "today": now.strftime("%A %Y-%m-%d %H:%M"), "timezone": zone,
+                "author": author, "memory": memory or "", "channel_xml": "",
+                "message": await self._names.render_mentions(request.guild_id, request.text),
+            },
+            guild_id=request.guild_id,
+        )
+        return result.text

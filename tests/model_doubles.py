@@ -1,0 +1,45 @@
+"""The model's wording is the one edge we fake: a stub "model" that follows each prompt mechanically."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from bot.llm.offline import OfflineProvider
+from tests.gemini_stub import Reply, StubRequest, as_json, text
+
+
+def element(prompt: str, name: str) -> str:
+    """The text inside the last <name>…</name> of a prompt (the data comes after the instructions)."""
+    found = re.findall(rf"<{name}>([^<]*)</{name}>", prompt)  # data is escaped: it holds no "<"
+    return html.unescape(found[-1]) if found else ""
+
+
+def scripted_model(request: StubRequest) -> Reply:
+    """Merge by appending, forget by sentence, condense by halving, route by keywords, chat by echo."""
+    prompt = request.prompt_text
+    if "<new_fact>" in prompt:
+        existing, fact = element(prompt, "existing_facts"), element(prompt, "new_fact")
+        return text(f"{existing} {fact.rstrip('.')}.".strip())
+    if "<forget>" in prompt:
+        existing, fact = element(prompt, "existing_facts"), element(prompt, "forget")
+        sentences = re.split(r"(?<=\.)\s+", existing)
+        kept = [s for s in sentences if fact.rstrip(".").casefold() not in s.casefold()]
+        found = len(kept) != len(sentences)
+        return as_json({"found": found, "memory": " ".join(kept) if found else existing})
+    if "request router" in prompt:
+        message = element(prompt, "message")
+        if match := re.match(r"(?i)merk dir,? dass (?P<fact>.+)", message):
+            return as_json({"route": "remember", "subject": "me", "fact": match["fact"]})
+        return as_json({"route": "chat"})
+    if "<channel>" in prompt:
+        return text(f"(stub model) you said: {element(prompt, 'message')} | memory: {element(prompt, 'memory')}")
+    facts = element(prompt, "facts")
+    return text(facts[len(facts) // 2:])
+
+
+class RefuseOffline(OfflineProvider):
+    """With the stub, a silent fallback would hide a broken Gemini path: fail loudly instead."""
+
+    async def generate(self, **kw):  # type: ignore[override]
+        raise AssertionError(f"fell back offline for {kw['operation']}")
