@@ -139,3 +139,28 @@ async def test_a_failed_probe_reopens_the_breaker(stub, genai_client):
     clock.now += 11
     await llm.run("condense", variables)  # the probe fails
     assert breaker.state is State.OPEN
+
+
+async def test_the_concurrency_cap_holds(stub, genai_client):
+    import asyncio
+
+    in_flight = peak = 0
+    stub.latency = 0.1
+    gemini = GeminiProvider(genai_client, models={"batch": "m", "fast": "m"}, timeout_s=5)
+    provider = ResilientProvider(gemini, attempts=1, timeout_s=5, max_concurrency=2, requests_per_minute=1000,
+                                 breaker=CircuitBreaker(failures=3, cooldown=60))
+    original = gemini.generate
+
+    async def counting(**kw):
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        try:
+            return await original(**kw)
+        finally:
+            in_flight -= 1
+
+    gemini.generate = counting
+    llm = LLM(provider, prompts=PROMPTS)
+    await asyncio.gather(*(llm.run("condense", {"subject": "B", "existing": "x", "max_chars": 9}) for _ in range(6)))
+    assert peak == 2 and len(stub.requests) == 6
