@@ -9,7 +9,9 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import click
+import discord
 
+from bot.app import run_discord
 from bot.logging_setup import configure_logging
 from bot.settings import ConfigError, Settings, load_settings
 from db.engine import create_engine
@@ -73,5 +75,8 @@ async def run() -> None:
     if settings.discord_token is None:
         click.echo(MISSING_TOKEN_HELP, err=True)
         sys.exit(1)
-    click.echo("The Discord front end is not built yet (issue 6).", err=True)
-    sys.exit(1)
+    try:
+        await run_discord(settings)
+    except discord.LoginFailure:
+        click.echo("Discord refused the token in DISCORD_TOKEN; reset it in the developer portal.", err=True)
+        sys.exit(1)

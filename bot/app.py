@@ -1,0 +1,71 @@
+"""Assembling the bot: open long-lived resources with `async with`, wire them, drain on shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from bot.discord_bot import ElefantBot
+from bot.lifecycle import stop_on_signals
+from bot.llm import LLM, build_llm
+from bot.memory.facts_llm import LLMFactsModel
+from bot.memory.manager import MemoryManager
+from bot.model_turns import ModelTurns
+from bot.responder import Responder
+from bot.settings import Settings
+from db.engine import create_engine, create_session_factory
+from db.migrate import upgrade
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class App:
+    """Everything a front end needs: memory, the LLM and the responder."""
+
+    memory: MemoryManager
+    llm: LLM
+    responder: Responder
+
+
+@contextlib.asynccontextmanager
+async def open_app(settings: Settings) -> AsyncIterator[App]:
+    """Migrate, open the engine and the LLM client, start memory; close all of it (draining) on exit."""
+    engine = create_engine(settings.database_url)
+    try:
+        await upgrade(engine)
+        llm = build_llm(settings, sessions=create_session_factory(engine))
+        memory = MemoryManager(engine, settings, facts_model=LLMFactsModel(llm))
+        await memory.start()
+        turns = ModelTurns(llm, memory.names, settings)
+        responder = Responder(memory, router=turns.route, chatter=turns.chat, policy=settings.facts_policy)
+        try:
+            yield App(memory, llm, responder)
+        finally:
+            await memory.close()
+            await llm.close()
+    finally:
+        await engine.dispose()
+
+
+async def run_discord(settings: Settings) -> None:
+    """Connect to Discord until SIGINT/SIGTERM, then drain ingestion before exiting."""
+    assert settings.discord_token is not None
+    async with open_app(settings) as app:
+        bot = ElefantBot(memory=app.memory, responder=app.responder, settings=settings)
+        stop = asyncio.Event()
+        stop_on_signals(stop)
+        async with bot:
+            runner = asyncio.create_task(bot.start(settings.discord_token.get_secret_value()))
+            stopper = asyncio.create_task(stop.wait())
+            done, _ = await asyncio.wait({runner, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            stopper.cancel()
+            if runner in done:
+                runner.result()  # a login failure surfaces here
+            await bot.close()
+            with contextlib.suppress(asyncio.CancelledError):
+                await runner
+        log.info("disconnected; draining what was received")
