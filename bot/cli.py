@@ -49,16 +49,19 @@ def main() -> None:
     """Elefant, a Discord bot with a long memory."""
 
 
-@main.command()
-@async_command
-async def migrate() -> None:
-    """Bring the database schema up to date."""
-    settings = _settings()
+async def _migrate(settings: Settings) -> None:
     engine = create_engine(settings.database_url)
     try:
         await upgrade(engine)
     finally:
         await engine.dispose()
+
+
+@main.command()
+@async_command
+async def migrate() -> None:
+    """Bring the database schema up to date."""
+    await _migrate(_settings())
     click.echo("Database is up to date.")
 
 
@@ -67,11 +70,7 @@ async def migrate() -> None:
 async def run() -> None:
     """Run the bot (migrates the database first)."""
     settings = _settings()
-    engine = create_engine(settings.database_url)
-    try:
-        await upgrade(engine)
-    finally:
-        await engine.dispose()
+    await _migrate(settings)
     if settings.discord_token is None:
         click.echo(MISSING_TOKEN_HELP, err=True)
         sys.exit(1)

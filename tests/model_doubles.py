@@ -41,5 +41,5 @@ def scripted_model(request: StubRequest) -> Reply:
 class RefuseOffline(OfflineProvider):
     """With the stub, a silent fallback would hide a broken Gemini path: fail loudly instead."""
 
-    async def generate(self, **kw):  # type: ignore[override]
-        raise AssertionError(f"fell back offline for {kw['operation']}")
+    async def generate(self, call):  # type: ignore[override]
+        raise AssertionError(f"fell back offline for {call.operation}")

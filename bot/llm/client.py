@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from bot.llm.offline import OfflineProvider
 from bot.llm.prompts import PromptTemplate
-from bot.llm.types import LLMError, LLMResult, LLMUnavailableError, Provider, Role
+from bot.llm.types import Call, LLMError, LLMResult, LLMUnavailableError, Provider, Role
 from bot.llm.usage import UsageRecorder
 
 log = logging.getLogger(__name__)
@@ -58,12 +58,11 @@ class LLM:
     ) -> LLMResult:
         """Answer `operation`; with `fallback=False` a model failure raises LLMError instead."""
         prompt = self.prompts[operation].render(variables)
-        call = {"operation": operation, "prompt": prompt, "variables": variables, "schema": schema,
-                "temperature": temperature, "role": role}
+        call = Call(operation, prompt, variables, schema, temperature, role)
         if self.primary is not None:
             started = time.perf_counter()
             try:
-                result = await self.primary.generate(**call)
+                result = await self.primary.generate(call)
             except LLMUnavailableError:
                 await self._record_result(self._nothing(started), operation, role, guild_id, "skipped")
                 if not fallback:
@@ -76,7 +75,7 @@ class LLM:
             else:
                 await self._record_result(result, operation, role, guild_id, "ok")
                 return result
-        result = await self._offline.generate(**call)
+        result = await self._offline.generate(call)
         await self._record_result(result, operation, role, guild_id, "fallback" if self.primary else "ok")
         return dataclasses.replace(result, degraded=self.primary is not None)
 

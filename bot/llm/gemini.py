@@ -13,7 +13,7 @@ from google import genai
 from google.genai import types
 from pydantic import BaseModel, ValidationError
 
-from bot.llm.types import LLMError, LLMResult, Prompt, Role
+from bot.llm.types import Call, LLMError, LLMResult, Prompt, Role
 
 log = logging.getLogger(__name__)
 _JSON_BLOCK = re.compile(r"\{.*\}", re.S)
@@ -47,18 +47,10 @@ class GeminiProvider:
         self._models = models
         self._timeout_ms = int(timeout_s * 1000)
 
-    async def generate(
-        self,
-        *,
-        operation: str,
-        prompt: Prompt,
-        variables: Mapping[str, Any],
-        schema: type[BaseModel] | None,
-        temperature: float,
-        role: Role,
-    ) -> LLMResult:
-        """Ask the model for `role`; with a schema, return the parsed object (one repair retry)."""
-        model = self._models[role]
+    async def generate(self, call: Call) -> LLMResult:
+        """Ask the model for the call's role; with a schema, return the parsed object (one repair retry)."""
+        operation, prompt, schema, temperature = call.operation, call.prompt, call.schema, call.temperature
+        model = self._models[call.role]
         started = time.perf_counter()
         response = await self._call(model, prompt, schema, temperature)
         text = response.text or ""

@@ -10,15 +10,13 @@ from __future__ import annotations
 import re
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
-
-from pydantic import BaseModel
 
 from bot.llm.prompts import ChatLine
 from bot.llm.schemas import DailySummaries, ForgetResult, RouteDecision, UserSummary
 from bot.llm.tokens import estimate_tokens, sentences, trim_to_chars, trim_to_tokens
-from bot.llm.types import LLMResult, Prompt, Role
+from bot.llm.types import Call, LLMResult
 
 MODEL = "offline"
 _WORD = re.compile(r"[\w']+")
@@ -124,20 +122,11 @@ class OfflineProvider:
 
     name = "offline"
 
-    async def generate(
-        self,
-        *,
-        operation: str,
-        prompt: Prompt,
-        variables: Mapping[str, Any],
-        schema: type[BaseModel] | None,
-        temperature: float,
-        role: Role,
-    ) -> LLMResult:
-        """Run the deterministic version of `operation`."""
+    async def generate(self, call: Call) -> LLMResult:
+        """Run the deterministic version of the call's operation."""
         started = time.perf_counter()
         parsed: Any = None
-        v = variables
+        operation, prompt, v = call.operation, call.prompt, call.variables
         if operation == "remember":
             text = remember(v["existing"], v["fact"])
         elif operation == "forget":

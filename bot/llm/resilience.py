@@ -5,16 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Mapping
-from typing import Any
 
 from aiolimiter import AsyncLimiter
 from google.genai import errors
-from pydantic import BaseModel
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from bot.llm.breaker import CircuitBreaker
-from bot.llm.types import LLMError, LLMResult, LLMUnavailableError, Prompt, Provider, Role
+from bot.llm.types import Call, LLMError, LLMResult, LLMUnavailableError, Provider
 
 log = logging.getLogger(__name__)
 _TRANSPORT = {"ConnectError", "ReadError", "WriteError", "RemoteProtocolError", "ConnectTimeout", "ReadTimeout",
@@ -68,17 +65,9 @@ class ResilientProvider:
         exc = state.outcome.exception() if state.outcome else None
         return min(max(self._backoff(state), server_retry_delay(exc)), max(self._wait_max, server_retry_delay(exc)))
 
-    async def generate(
-        self,
-        *,
-        operation: str,
-        prompt: Prompt,
-        variables: Mapping[str, Any],
-        schema: type[BaseModel] | None,
-        temperature: float,
-        role: Role,
-    ) -> LLMResult:
+    async def generate(self, call: Call) -> LLMResult:
         """Call the inner provider; raises LLMUnavailableError at once while the breaker is open."""
+        operation = call.operation
         if not self.breaker.allow():
             raise LLMUnavailableError(f"{self.name} is skipped for a cool-down after repeated failures")
         retrying = AsyncRetrying(
@@ -95,10 +84,7 @@ class ResilientProvider:
             async for attempt in retrying:
                 with attempt:
                     async with self._semaphore, self._limiter, asyncio.timeout(self._timeout_s):
-                        result = await self.inner.generate(
-                            operation=operation, prompt=prompt, variables=variables, schema=schema,
-                            temperature=temperature, role=role,
-                        )
+                        result = await self.inner.generate(call)
         except Exception as exc:
             self.breaker.failure()
             raise exc if isinstance(exc, LLMError) else LLMError(f"{self.name} {operation} failed: {exc!r}") from exc

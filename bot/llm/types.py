@@ -33,6 +33,18 @@ class LLMResult:
     degraded: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One operation to answer: the rendered prompt and the structured inputs it was rendered from."""
+
+    operation: str
+    prompt: Prompt
+    variables: Mapping[str, Any]
+    schema: type[BaseModel] | None = None
+    temperature: float = 0.7
+    role: Role = "fast"
+
+
 class LLMError(Exception):
     """A model call failed (after retries)."""
 
@@ -46,15 +58,6 @@ class Provider(Protocol):
 
     name: str
 
-    async def generate(
-        self,
-        *,
-        operation: str,
-        prompt: Prompt,
-        variables: Mapping[str, Any],
-        schema: type[BaseModel] | None,
-        temperature: float,
-        role: Role,
-    ) -> LLMResult:
+    async def generate(self, call: Call) -> LLMResult:
         """Answer one operation."""
         ...

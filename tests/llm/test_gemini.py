@@ -151,12 +151,12 @@ async def test_the_concurrency_cap_holds(stub, genai_client):
                                  breaker=CircuitBreaker(failures=3, cooldown=60))
     original = gemini.generate
 
-    async def counting(**kw):
+    async def counting(call):
         nonlocal in_flight, peak
         in_flight += 1
         peak = max(peak, in_flight)
         try:
-            return await original(**kw)
+            return await original(call)
         finally:
             in_flight -= 1
 
