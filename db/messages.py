@@ -96,18 +96,19 @@ class BatchWriter:
 
     def _messages(self, messages: list[IncomingMessage]) -> list[Statement]:
         t = self._time
-        rows = []
-        names: dict[tuple[int, int], tuple[datetime, tuple[Any, ...]]] = {}
-        for m in messages:
-            created = t(m.created_at)
-            edited = None if m.edited_at is None else t(m.edited_at)
-            rows.append((m.message_id, m.guild_id, m.channel_id, m.author_id, m.content, created, edited,
-                         m.reply_to_id))
+        rows = [
+            (m.message_id, m.guild_id, m.channel_id, m.author_id, m.content, t(m.created_at),
+             None if m.edited_at is None else t(m.edited_at), m.reply_to_id)
+            for m in messages
+        ]
+        # The newest name per member in this batch; across batches the SQL keeps the newest.
+        names: dict[tuple[int, int], tuple[Any, ...]] = {}
+        for m, row in zip(messages, rows, strict=True):
             key = (m.guild_id, m.author_id)
             seen = names.get(key)
-            if seen is None or seen[0] <= m.created_at:
-                names[key] = (m.created_at, (*key, m.author_name[:100], m.author_username, created))
-        return [(self._upsert, rows), (self._name, [row for _, row in names.values()])]
+            if seen is None or seen[4] <= row[5]:
+                names[key] = (m.guild_id, m.author_id, m.author_name[:100], m.author_username, row[5])
+        return [(self._upsert, rows), (self._name, list(names.values()))]
 
 
 class SqliteBatchWriter(BatchWriter):
