@@ -132,3 +132,22 @@ class LlmCall(Base):
     outcome: Mapped[str] = mapped_column(String(16))
 
     __table_args__ = (Index("ix_llm_calls_guild_at", "guild_id", "at"),)
+
+
+class HistoricalSummary(Base):
+    """A member's days 2–7 before `end_date`, summarised once and kept (the days are over)."""
+
+    __tablename__ = "historical_summaries"
+
+    id: Mapped[int] = mapped_column(SurrogateKey, primary_key=True, autoincrement=True)
+    guild_id: Mapped[int] = mapped_column(Snowflake)
+    user_id: Mapped[int] = mapped_column(Snowflake)
+    end_date: Mapped[date] = mapped_column(Date)
+    summary: Mapped[str] = mapped_column(Text)
+    model: Mapped[str] = mapped_column(String(100))
+    prompt_version: Mapped[str] = mapped_column(String(20))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        UniqueConstraint("guild_id", "user_id", "end_date", name="uq_historical_summaries_guild_user_end"),
+    )

@@ -1,0 +1,45 @@
+"""Injectable time: everything that depends on "now" asks a Clock, so tests move time instead of sleeping."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+
+class Clock:
+    """The real clock (aware UTC)."""
+
+    def now(self) -> datetime:
+        """The current time, aware, in UTC."""
+        return datetime.now(UTC)
+
+    def monotonic(self) -> float:
+        """Seconds for cache expiry (cachetools' `timer`)."""
+        return self.now().timestamp()
+
+
+class FakeClock(Clock):
+    """A clock that only moves when told to."""
+
+    def __init__(self, start: datetime) -> None:
+        self._now = start
+
+    def now(self) -> datetime:
+        return self._now
+
+    def advance(self, **delta: float) -> None:
+        """Move time forward, e.g. `advance(minutes=61)`."""
+        self._now += timedelta(**delta)
+
+
+def local_day(moment: datetime, zone: str) -> date:
+    """The calendar day `moment` falls on in `zone`."""
+    return moment.astimezone(ZoneInfo(zone)).date()
+
+
+def day_bounds(day: date, zone: str) -> tuple[datetime, datetime]:
+    """The UTC start (inclusive) and end (exclusive) of a calendar day in `zone`."""
+    tz = ZoneInfo(zone)
+    start = datetime(day.year, day.month, day.day, tzinfo=tz)
+    end = datetime.combine(day + timedelta(days=1), datetime.min.time(), tzinfo=tz)
+    return start.astimezone(UTC), end.astimezone(UTC)

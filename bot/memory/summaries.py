@@ -1,0 +1,205 @@
+"""Track 2, summaries: one batch call per guild-day, past days persisted, days 2–7 as a history."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Hashable
+from datetime import date, datetime, timedelta
+from typing import Any, TypeVar
+from xml.sax.saxutils import escape
+from zoneinfo import ZoneInfo
+
+from cachetools import LRUCache, TTLCache
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from bot.llm.client import LLM
+from bot.llm.prompts import ChatLine, transcript
+from bot.llm.schemas import DailySummaries
+from bot.llm.tokens import estimate_tokens, trim_to_chars
+from bot.llm.types import LLMError
+from bot.memory.clock import Clock, day_bounds, local_day
+from bot.memory.names import MENTION, NameDirectory
+from bot.settings import Settings
+from db import summaries as store
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+HOUR = 3600
+SUMMARY_CHARS = 600  # a chunked day's per-user results are merged up to this length
+
+
+class SingleFlight:
+    """Concurrent requests for one key share one computation; a waiter that gives up does not cancel it."""
+
+    def __init__(self) -> None:
+        self._running: dict[Hashable, asyncio.Future[Any]] = {}
+
+    async def run(self, key: Hashable, factory: Callable[[], Awaitable[T]]) -> T:
+        """The result of `factory()`, computed once for everyone asking for `key` meanwhile."""
+        future = self._running.get(key)
+        if future is None:
+            future = asyncio.ensure_future(factory())
+            self._running[key] = future
+            future.add_done_callback(lambda _: self._running.pop(key, None))
+        return await asyncio.shield(future)
+
+
+class Summaries:
+    """Daily summaries (today refreshed hourly; past days immutable) and per-member histories."""
+
+    def __init__(
+        self, sessions: async_sessionmaker[AsyncSession], llm: LLM, names: NameDirectory, settings: Settings,
+        clock: Clock,
+    ) -> None:
+        self._sessions = sessions
+        self._llm = llm
+        self._names = names
+        self._settings = settings
+        self._clock = clock
+        # cachetools sits in front of SQL, never instead of it; its timer is our clock, so tests never sleep.
+        self._today: TTLCache[tuple[int, str], dict[int, str]] = TTLCache(1024, HOUR, timer=clock.monotonic)
+        self._past: LRUCache[tuple[int, date], dict[int, str]] = LRUCache(4096)
+        self._history: LRUCache[tuple[int, int, date], str] = LRUCache(65536)
+        self._flight = SingleFlight()
+        self.batch_calls = 0
+
+    def zone(self, guild_id: int) -> str:
+        """The guild's time zone (per-guild override: later; the default for now)."""
+        return self._settings.default_timezone
+
+    async def today(self, guild_id: int, now: datetime) -> dict[int, str]:
+        """Today's summaries so far, recomputed at most once per clock hour."""
+        zone = self.zone(guild_id)
+        key = (guild_id, now.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d-%H"))
+        try:
+            return self._today[key]
+        except KeyError:
+            pass
+        return await self._flight.run(("today", *key), lambda: self._compute_today(guild_id, now, key))
+
+    async def _compute_today(self, guild_id: int, now: datetime, key: tuple[int, str]) -> dict[int, str]:
+        day = local_day(now, self.zone(guild_id))
+        start, _ = day_bounds(day, self.zone(guild_id))
+        summaries, degraded = await self._summarise(guild_id, day, start, now, fallback=True)
+        if not degraded:
+            self._today[key] = summaries
+        return summaries
+
+    async def past_day(self, guild_id: int, day: date) -> dict[int, str]:
+        """A finished day's summaries: LRU, then SQL, else one batch call whose result is persisted."""
+        try:
+            return self._past[(guild_id, day)]
+        except KeyError:
+            pass
+        return await self._flight.run(("day", guild_id, day), lambda: self._load_or_compute_day(guild_id, day))
+
+    async def _load_or_compute_day(self, guild_id: int, day: date) -> dict[int, str]:
+        async with self._sessions() as session:
+            stored = await store.stored_day(session, guild_id, day)
+        if stored is None:
+            start, end = day_bounds(day, self.zone(guild_id))
+            stored, _ = await self._summarise(guild_id, day, start, end, fallback=False, persist=True)
+        self._past[(guild_id, day)] = stored
+        return stored
+
+    async def history(self, guild_id: int, user_id: int, today: date) -> str:
+        """Days 2–7 for one member: a dated historical summary, or the daily summaries themselves."""
+        days = [today - timedelta(days=k) for k in range(6, 0, -1)]
+        dailies = [(d.isoformat(), (await self.past_day(guild_id, d)).get(user_id, "")) for d in days]
+        dailies = [(d, text) for d, text in dailies if text]
+        if not dailies:
+            return ""
+        joined = " ".join(f"On {d}: {text}" for d, text in dailies)
+        if self._settings.history_mode == "daily":
+            return joined
+        key = (guild_id, user_id, today)
+        try:
+            return self._history[key]
+        except KeyError:
+            pass
+        return await self._flight.run(("history", *key), lambda: self._compute_history(key, dailies, joined))
+
+    async def _compute_history(self, key: tuple[int, int, date], dailies: list[tuple[str, str]], joined: str) -> str:
+        guild_id, user_id, end = key
+        async with self._sessions() as session:
+            stored = await store.stored_history(session, guild_id, user_id, end)
+        if stored is None:
+            subject = await self._names.name(guild_id, user_id)
+            days_xml = "\n".join(f'<day date="{d}">{escape(text)}</day>' for d, text in dailies)
+            try:
+                result = await self._llm.run(
+                    "historical_summary",
+                    {"subject": subject, "start_day": dailies[0][0], "end_day": dailies[-1][0],
+                     "days_xml": days_xml, "days": dailies},
+                    role="batch", temperature=0.3, guild_id=guild_id, fallback=self._llm.is_offline,
+                )
+            except LLMError:
+                return trim_to_chars(joined, 2 * SUMMARY_CHARS, keep="end")  # not persisted: try again later
+            stored = result.text.strip()
+            async with self._sessions() as session, session.begin():
+                await store.save_history(session, guild_id, user_id, end, stored, model=result.model,
+                                         version=self._llm.version("historical_summary"), at=self._clock.now())
+        self._history[key] = stored
+        return stored
+
+    async def _summarise(
+        self, guild_id: int, day: date, start: datetime, end: datetime, *, fallback: bool, persist: bool = False
+    ) -> tuple[dict[int, str], bool]:
+        async with self._sessions() as session:
+            rows = await store.day_messages(session, guild_id, start, end)
+        if not rows:
+            return {}, False
+        lines = await self._lines(guild_id, rows)
+        summaries: dict[int, list[str]] = {}
+        degraded = False
+        model = ""
+        for chunk in self._chunks(lines):
+            self.batch_calls += 1
+            result = await self._llm.run(
+                "daily_summary",
+                {"guild_name": str(guild_id), "day": day.isoformat(), "timezone": self.zone(guild_id),
+                 "transcript_xml": transcript(chunk), "lines": chunk},
+                schema=DailySummaries, role="batch", temperature=0.3, guild_id=guild_id,
+                fallback=fallback or self._llm.is_offline,
+            )
+            degraded |= result.degraded
+            model = result.model
+            authors = {line.author_id for line in chunk}
+            parsed: DailySummaries = result.parsed
+            for item in parsed.summaries:
+                if item.user_id.isdigit() and int(item.user_id) in authors:  # ignore IDs the model made up
+                    summaries.setdefault(int(item.user_id), []).append(item.summary.strip())
+            for author in authors:  # a refused (blocked) day is stored empty, so it is not retried forever
+                summaries.setdefault(author, [])
+        merged = {user: trim_to_chars(" ".join(parts), SUMMARY_CHARS) for user, parts in summaries.items()}
+        if persist and not degraded:
+            async with self._sessions() as session, session.begin():
+                await store.save_day(session, guild_id, day, merged, model=model,
+                                     version=self._llm.version("daily_summary"), at=self._clock.now())
+        return merged, degraded
+
+    async def _lines(self, guild_id: int, rows: list[tuple[datetime, int, str]]) -> list[ChatLine]:
+        mentioned = {int(m) for _, _, text in rows for m in MENTION.findall(text)}
+        names = await self._names.names(guild_id, {user for _, user, _ in rows} | mentioned)
+
+        def name(user_id: int) -> str:
+            return names.get(user_id, f"member {str(user_id)[-4:]}")
+
+        return [
+            ChatLine(ts, user, name(user), MENTION.sub(lambda m: "@" + name(int(m.group(1))), text))
+            for ts, user, text in rows
+        ]
+
+    def _chunks(self, lines: list[ChatLine]) -> list[list[ChatLine]]:
+        budget = self._settings.daily_input_tokens
+        chunks: list[list[ChatLine]] = [[]]
+        used = 0
+        for line in lines:
+            cost = estimate_tokens(line.content) + 20  # the element markup and names
+            if chunks[-1] and used + cost > budget:
+                chunks.append([])
+                used = 0
+            chunks[-1].append(line)
+            used += cost
+        return chunks

@@ -1,0 +1,77 @@
+"""Data access for the transient track: a guild-day's messages, stored daily and historical summaries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import date, datetime
+
+from sqlalchemy import select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from db.models import ChatMessage, DailySummary, HistoricalSummary, UserOptOut
+
+
+async def day_messages(
+    session: AsyncSession, guild_id: int, start: datetime, end: datetime
+) -> list[tuple[datetime, int, str]]:
+    """(timestamp, user_id, text) of a guild's messages in [start, end), oldest first, opted-out users left out."""
+    opted_out = select(UserOptOut.user_id).where(UserOptOut.guild_id == guild_id)
+    rows = await session.execute(
+        select(ChatMessage.timestamp, ChatMessage.user_id, ChatMessage.message_text)
+        .where(ChatMessage.guild_id == guild_id, ChatMessage.timestamp >= start, ChatMessage.timestamp < end,
+               ChatMessage.user_id.not_in(opted_out))
+        .order_by(ChatMessage.timestamp, ChatMessage.message_id)
+    )
+    return [(ts, user_id, text) for ts, user_id, text in rows]
+
+
+async def stored_day(session: AsyncSession, guild_id: int, day: date) -> dict[int, str] | None:
+    """The stored summaries of a past day, or None when the day was never summarised."""
+    rows = (await session.execute(
+        select(DailySummary.user_id, DailySummary.summary).where(
+            DailySummary.guild_id == guild_id, DailySummary.day == day)
+    )).all()
+    return {user_id: summary for user_id, summary in rows} if rows else None
+
+
+def _insert(session: AsyncSession, table: type) -> object:
+    return (postgresql if session.bind.dialect.name == "postgresql" else sqlite).insert(table)  # type: ignore[union-attr]
+
+
+async def save_day(
+    session: AsyncSession, guild_id: int, day: date, summaries: dict[int, str], *, model: str, version: str,
+    at: datetime,
+) -> None:
+    """Persist a past day's summaries; a second process that got there first wins (same day, same input)."""
+    if not summaries:
+        return
+    rows = [{"guild_id": guild_id, "day": day, "user_id": user_id, "summary": text, "model": model,
+             "prompt_version": version, "created_at": at} for user_id, text in summaries.items()]
+    stmt = _insert(session, DailySummary).values(rows).on_conflict_do_nothing(  # type: ignore[attr-defined]
+        index_elements=["guild_id", "day", "user_id"])
+    await session.execute(stmt)
+
+
+async def stored_history(session: AsyncSession, guild_id: int, user_id: int, end_date: date) -> str | None:
+    """A stored historical summary, or None."""
+    return await session.scalar(select(HistoricalSummary.summary).where(
+        HistoricalSummary.guild_id == guild_id, HistoricalSummary.user_id == user_id,
+        HistoricalSummary.end_date == end_date))
+
+
+async def save_history(
+    session: AsyncSession, guild_id: int, user_id: int, end_date: date, summary: str, *, model: str, version: str,
+    at: datetime,
+) -> None:
+    """Persist a historical summary (first writer wins)."""
+    stmt = _insert(session, HistoricalSummary).values(  # type: ignore[attr-defined]
+        guild_id=guild_id, user_id=user_id, end_date=end_date, summary=summary, model=model,
+        prompt_version=version, created_at=at,
+    ).on_conflict_do_nothing(index_elements=["guild_id", "user_id", "end_date"])
+    await session.execute(stmt)
+
+
+def user_ids(rows: Iterable[tuple[datetime, int, str]]) -> set[int]:
+    """The authors among a day's rows."""
+    return {user_id for _, user_id, _ in rows}
