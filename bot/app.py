@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from bot.discord_bot import ElefantBot
 from bot.lifecycle import stop_on_signals
 from bot.llm import LLM, build_llm
-from bot.memory.facts_llm import LLMFactsModel
 from bot.memory.manager import MemoryManager
 from bot.model_turns import ModelTurns
 from bot.responder import Responder
@@ -38,7 +37,7 @@ async def open_app(settings: Settings) -> AsyncIterator[App]:
     try:
         await upgrade(engine)
         llm = build_llm(settings, sessions=create_session_factory(engine))
-        memory = MemoryManager(engine, settings, facts_model=LLMFactsModel(llm))
+        memory = MemoryManager(engine, settings, llm=llm)
         await memory.start()
         turns = ModelTurns(llm, memory.names, settings)
         responder = Responder(memory, router=turns.route, chatter=turns.chat, policy=settings.facts_policy)

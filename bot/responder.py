@@ -53,7 +53,7 @@ class Responder:
             return await self._change_facts(request, decision)
         if decision.route is Route.ABOUT:
             return Answer(await self._about(request, decision.subject_id), Route.ABOUT)  # type: ignore[arg-type]
-        context = await self._memory.facts(request.guild_id, request.author_id)
+        context = await self._memory.get_memories(request.guild_id, request.author_id)
         return Answer(await self._chatter(request, context), Route.CHAT)
 
     def _allowed(self, request: Request, decision: Decision, is_admin: bool) -> bool:

@@ -9,9 +9,14 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.llm.client import LLM
+from bot.memory.clock import Clock
+from bot.memory.context import ContextBuilder
 from bot.memory.facts import FactChange, FactsModel, FactsStore, Revision
+from bot.memory.facts_llm import LLMFactsModel
 from bot.memory.ingest import WriteBehindQueue
 from bot.memory.names import NameDirectory
+from bot.memory.summaries import Summaries
 from bot.memory.types import IncomingMessage, MessageDelete, MessageEdit
 from bot.settings import Settings
 from db.engine import create_session_factory
@@ -23,14 +28,30 @@ log = logging.getLogger(__name__)
 class MemoryManager:
     """Owns ingestion and facts (and, with the transient track, summaries and context) for every guild."""
 
-    def __init__(self, engine: AsyncEngine, settings: Settings, *, facts_model: FactsModel | None = None) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        settings: Settings,
+        *,
+        llm: LLM | None = None,
+        facts_model: FactsModel | None = None,
+        clock: Clock | None = None,
+    ) -> None:
         self.engine = engine
         self.settings = settings
+        self.clock = clock or Clock()
         self.sessions = create_session_factory(engine)
         self.names = NameDirectory(self.sessions)
+        facts_model = facts_model or (LLMFactsModel(llm) if llm else None)
         self._facts = (
             FactsStore(self.sessions, facts_model, max_chars=settings.facts_max_chars) if facts_model else None
         )
+        self.summaries: Summaries | None = None
+        self._context: ContextBuilder | None = None
+        if llm is not None and self._facts is not None:
+            self.summaries = Summaries(self.sessions, llm, self.names, settings, self.clock)
+            self._context = ContextBuilder(self._facts, self.summaries, llm, self.names, settings=settings,
+                                           clock=self.clock)
         self.ingest = WriteBehindQueue(
             engine,
             batch_rows=settings.ingest_batch_rows,
@@ -94,10 +115,16 @@ class MemoryManager:
         """Undo a revision (restore the blob as it was before it), recorded as a new revision."""
         return await self.fact_store.revert(guild_id, user_id, revision_id, requested_by=requested_by)
 
+    async def get_memories(self, guild_id: int, user_id: int, *, now: datetime | None = None) -> str | None:
+        """A member's merged context (facts, today, the last week); None when nothing is known."""
+        if self._context is None:
+            return await self.facts(guild_id, user_id)
+        return await self._context.get_memories(guild_id, user_id, now=now)
+
     async def describe(self, guild_id: int, user_id: int) -> str | None:
-        """Everything the bot would tell about a member (facts, until the transient track joins in)."""
-        facts = await self.facts(guild_id, user_id)
-        return await self.names.render_mentions(guild_id, facts, at=False) if facts else None
+        """Everything the bot would tell about a member, names rendered, nothing that pings."""
+        known = await self.get_memories(guild_id, user_id)
+        return await self.names.render_mentions(guild_id, known, at=False) if known else None
 
     async def flush(self) -> None:
         """Wait until everything queued so far is committed."""

@@ -1,0 +1,115 @@
+"""get_memories: facts + today + days 2–7 merged by the model, cached by content, never failing on the LLM."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from datetime import datetime
+
+from cachetools import LRUCache, TTLCache
+
+from bot.llm.client import LLM
+from bot.llm.tokens import estimate_tokens, trim_to_tokens
+from bot.llm.types import LLMError
+from bot.memory.clock import Clock, local_day
+from bot.memory.facts import FactsStore
+from bot.memory.names import NameDirectory
+from bot.memory.summaries import SingleFlight, Summaries
+from bot.settings import Settings
+
+log = logging.getLogger(__name__)
+LAST_GOOD_SECONDS = 7 * 24 * 3600
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+def fallback_context(facts: str, today: str, history: str, *, budget: int) -> str | None:
+    """Facts first, then today, then the history, labelled and within the token budget."""
+    parts: list[str] = []
+    left = budget
+    for label, text in (("Facts", facts), ("Today", today), ("Last week", history)):
+        if not text.strip() or left < 8:
+            continue
+        block = trim_to_tokens(f"{label}: {text.strip()}", left)
+        parts.append(block)
+        left -= estimate_tokens(block) + 1
+    return "\n".join(parts) or None
+
+
+class ContextBuilder:
+    """Builds a member's memory context on demand; the caches make repeated calls nearly free."""
+
+    def __init__(
+        self, facts: FactsStore, summaries: Summaries, llm: LLM, names: NameDirectory, *, settings: Settings,
+        clock: Clock,
+    ) -> None:
+        self._facts = facts
+        self._summaries = summaries
+        self._llm = llm
+        self._names = names
+        self._settings = settings
+        self._clock = clock
+        self._merged: LRUCache[tuple[int, int, str], str] = LRUCache(65536)
+        self._last_good: TTLCache[tuple[int, int], str] = TTLCache(65536, LAST_GOOD_SECONDS, timer=clock.monotonic)
+        self._flight = SingleFlight()
+        self._background: set[asyncio.Task[str | None]] = set()
+
+    async def get_memories(self, guild_id: int, user_id: int, *, now: datetime | None = None) -> str | None:
+        """The context for a member, or None when nothing is known; waits at most MEMORY_WAIT_SECONDS."""
+        now = now or self._clock.now()
+        build = asyncio.ensure_future(self._flight.run(("ctx", guild_id, user_id), lambda: self._build(
+            guild_id, user_id, now)))
+        try:
+            return await asyncio.wait_for(asyncio.shield(build), self._settings.memory_wait_seconds)
+        except TimeoutError:
+            # The build goes on in the background and warms the caches for the next reply.
+            self._background.add(build)
+            build.add_done_callback(self._background.discard)
+            last = self._last_good.get((guild_id, user_id))
+            if last is not None:
+                return last
+            facts = await self._facts.facts(guild_id, user_id) or ""
+            return fallback_context(facts, "", "", budget=self._settings.context_token_budget)
+
+    async def _build(self, guild_id: int, user_id: int, now: datetime) -> str | None:
+        facts = await self._facts.facts(guild_id, user_id) or ""
+        today_day = local_day(now, self._summaries.zone(guild_id))
+        today, history = "", ""
+        try:
+            today = (await self._summaries.today(guild_id, now)).get(user_id, "")
+            history = await self._summaries.history(guild_id, user_id, today_day)
+        except LLMError:
+            log.warning("summaries unavailable for a member of guild %s; serving what is known", guild_id)
+        if not (facts or today or history):
+            return None
+        budget = self._settings.context_token_budget
+        key = (guild_id, user_id, "|".join(_digest(p) for p in (facts, today, history)))
+        try:
+            return self._merged[key]
+        except KeyError:
+            pass
+        if not (today or history):
+            merged = trim_to_tokens(facts, budget)  # nothing to merge: facts alone are the context
+        else:
+            merged = await self._merge(guild_id, user_id, facts=facts, today=today, history=history, now=now)
+        self._merged[key] = merged
+        self._last_good[(guild_id, user_id)] = merged
+        return merged
+
+    async def _merge(
+        self, guild_id: int, user_id: int, *, facts: str, today: str, history: str, now: datetime
+    ) -> str:
+        budget = self._settings.context_token_budget
+        try:
+            result = await self._llm.run(
+                "merge_context",
+                {"subject": await self._names.name(guild_id, user_id), "today": now.date().isoformat(),
+                 "facts": facts, "current_day": today, "history": history, "max_tokens": budget},
+                temperature=0.2, guild_id=guild_id, fallback=self._llm.is_offline,
+            )
+        except LLMError:
+            return fallback_context(facts, today, history, budget=budget) or ""
+        return trim_to_tokens(result.text, budget)
