@@ -32,6 +32,20 @@ def scripted_model(request: StubRequest) -> Reply:
         if match := re.match(r"(?i)merk dir,? dass (?P<fact>.+)", message):
             return as_json({"route": "remember", "subject": "me", "fact": match["fact"]})
         return as_json({"route": "chat"})
+    if "<transcript>" in prompt:
+        pairs = re.findall(r"<author_id>(\d+)</author_id><author>([^<]*)</author><content>([^<]*)</content>", prompt)
+        said: dict[str, list[str]] = {}
+        for author_id, _, content in pairs:
+            said.setdefault(author_id, []).append(html.unescape(content))
+        summaries = [{"user_id": uid, "summary": f"wrote {len(lines)} messages, first: {lines[0]}"}
+                     for uid, lines in said.items()]
+        return as_json({"summaries": summaries})
+    if '<day date="' in prompt:
+        days = re.findall(r'<day date="([^"]+)">([^<]*)</day>', prompt)
+        return text("History: " + " | ".join(f"{d}: {html.unescape(t)}" for d, t in days))
+    if "<today>" in prompt:
+        return text(f"MERGED facts=[{element(prompt, 'facts')}] today=[{element(prompt, 'today')}] "
+                    f"history=[{element(prompt, 'history')}]")
     if "<channel>" in prompt:
         return text(f"(stub model) you said: {element(prompt, 'message')} | memory: {element(prompt, 'memory')}")
     facts = element(prompt, "facts")

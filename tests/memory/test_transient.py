@@ -1,0 +1,187 @@
+"""The transient track on both databases against the Gemini stub: calls, caches, time, single flight, fallbacks."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from google import genai
+from google.genai import types
+from sqlalchemy import func, select
+
+from bot.llm.breaker import CircuitBreaker
+from bot.llm.client import LLM
+from bot.llm.gemini import GeminiProvider
+from bot.llm.prompts import load_prompts
+from bot.llm.resilience import ResilientProvider
+from bot.memory.clock import FakeClock
+from bot.memory.manager import MemoryManager
+from db.models import DailySummary, UserOptOut
+from tests.factories import ALICE, BOB, GUILD, message
+from tests.gemini_stub import GeminiStub, error
+from tests.model_doubles import RefuseOffline, scripted_model
+
+NOON = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+CAROL = 2**60 + 1003
+
+
+def daily_calls(stub: GeminiStub) -> int:
+    return sum("<transcript>" in r.prompt_text for r in stub.requests)
+
+
+@pytest.fixture
+async def stub():
+    server = await GeminiStub(responder=scripted_model).start()
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+async def make(engine, settings, stub):
+    """Build MemoryManagers on the shared database, each with its own caches, against the stub."""
+    built: list[tuple[MemoryManager, genai.Client]] = []
+
+    async def build(clock=None, **overrides):
+        client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=stub.base_url))
+        provider = ResilientProvider(
+            GeminiProvider(client, models={"batch": "gemini-2.5-flash", "fast": "gemini-2.5-flash"}, timeout_s=10),
+            attempts=1, timeout_s=10, max_concurrency=8, requests_per_minute=100_000,
+            breaker=CircuitBreaker(failures=1000, cooldown=60), wait_initial=0.01, wait_max=0.02,
+        )
+        llm = LLM(provider, prompts=load_prompts(), offline=overrides.pop("offline", RefuseOffline()))
+        memory = MemoryManager(engine, settings.model_copy(update=overrides), llm=llm,
+                               clock=clock or FakeClock(NOON))
+        await memory.start()
+        built.append((memory, client))
+        return memory
+
+    yield build
+    for memory, client in built:
+        await memory.close()
+        await client.aio.aclose()
+
+
+async def seed(memory: MemoryManager, day: datetime, authors=((ALICE, "Ana"), (BOB, "Bob"), (CAROL, "Carol"))):
+    for i, (author, name) in enumerate(authors):
+        for j in range(3):
+            await memory.ingest_message(message(f"{name} message {j} on {day:%m-%d}", author=author, name=name,
+                                                at=day + timedelta(minutes=10 * i + j)))
+    await memory.flush()
+
+
+async def test_one_daily_call_per_guild_day_persisted_and_reused_by_a_fresh_manager(make, stub, engine):
+    memory = await make()
+    yesterday = NOON - timedelta(days=1)
+    await seed(memory, yesterday - timedelta(hours=2))
+    assert memory.summaries is not None
+    day = yesterday.date()
+    first = await memory.summaries.past_day(GUILD, day)
+    assert set(first) == {ALICE, BOB, CAROL} and "wrote 3 messages" in first[ALICE]
+    await memory.summaries.past_day(GUILD, day)
+    assert daily_calls(stub) == 1
+    fresh = await make()  # a restarted bot, or a second process: nothing cached in memory
+    assert fresh.summaries is not None and await fresh.summaries.past_day(GUILD, day) == first
+    assert daily_calls(stub) == 1 and len(stub.requests) == 1
+    async with memory.sessions() as session:
+        assert await session.scalar(select(func.count()).select_from(DailySummary)) == 3
+
+
+async def test_fifty_concurrent_cold_calls_make_one_daily_call(make, stub):
+    memory = await make()
+    await seed(memory, NOON - timedelta(hours=1))
+    stub.latency = 0.1
+    users = [ALICE, BOB, CAROL] * 17
+    results = await asyncio.gather(*(memory.get_memories(GUILD, u) for u in users[:50]))
+    assert all(r for r in results)
+    assert daily_calls(stub) == 1
+
+
+async def test_current_day_refreshes_hourly(make, stub):
+    clock = FakeClock(NOON)
+    memory = await make(clock)
+    await seed(memory, NOON - timedelta(hours=1))
+    assert memory.summaries is not None
+    await memory.summaries.today(GUILD, clock.now())
+    clock.advance(minutes=59)
+    await memory.summaries.today(GUILD, clock.now())
+    assert daily_calls(stub) == 1
+    clock.advance(minutes=2)  # 61 minutes after the first call
+    await memory.summaries.today(GUILD, clock.now())
+    assert daily_calls(stub) == 2
+
+
+async def test_latency_guard_answers_within_about_a_second_with_a_slow_model(make, stub):
+    memory = await make(memory_wait_seconds=1.0)
+    await seed(memory, NOON - timedelta(hours=1))
+    await memory.remember(GUILD, ALICE, "Ana is vegetarian", requested_by=ALICE)
+    stub.latency = 5.0
+    started = time.perf_counter()
+    context = await memory.get_memories(GUILD, ALICE)
+    assert time.perf_counter() - started < 1.5
+    assert context is not None and "Ana is vegetarian" in context
+
+
+async def test_llm_down_still_returns_facts(make, stub):
+    from bot.llm.offline import OfflineProvider
+
+    memory = await make(offline=OfflineProvider())  # facts merge offline while the model is down
+    await seed(memory, NOON - timedelta(hours=1))
+    stub.responder = lambda request: error(500)
+    await memory.remember(GUILD, ALICE, "Ana is vegetarian", requested_by=ALICE)
+    context = await memory.get_memories(GUILD, ALICE)
+    assert context is not None and context.startswith("Facts: Ana is vegetarian.")
+
+
+async def test_merged_context_is_cached_by_content(make, stub):
+    memory = await make()
+    await seed(memory, NOON - timedelta(hours=1))
+    first = await memory.get_memories(GUILD, ALICE)
+    calls = len(stub.requests)
+    assert first is not None and first.startswith("MERGED")
+    assert await memory.get_memories(GUILD, ALICE) == first and len(stub.requests) == calls
+    await memory.remember(GUILD, ALICE, "Ana is vegetarian", requested_by=ALICE)  # facts changed: re-merge
+    again = await memory.get_memories(GUILD, ALICE)
+    assert again is not None and "Ana is vegetarian" in again
+
+
+async def test_nothing_known_is_none(make):
+    memory = await make()
+    assert await memory.get_memories(GUILD, ALICE) is None
+
+
+async def test_opted_out_members_never_reach_a_prompt(make, stub):
+    memory = await make()
+    await seed(memory, NOON - timedelta(hours=1))
+    async with memory.sessions() as session, session.begin():
+        session.add(UserOptOut(guild_id=GUILD, user_id=BOB, at=NOON))
+    assert memory.summaries is not None
+    summaries = await memory.summaries.today(GUILD, NOON)
+    assert BOB not in summaries
+    assert all("Bob message" not in r.prompt_text for r in stub.requests)
+
+
+async def test_a_large_day_is_chunked_and_merged(make, stub):
+    memory = await make(daily_input_tokens=1000)
+    for i in range(120):
+        await memory.ingest_message(message(f"Ana talks about topic {i} " + "word " * 20, author=ALICE, name="Ana",
+                                            at=NOON - timedelta(days=1, minutes=i)))
+    await memory.flush()
+    assert memory.summaries is not None
+    summaries = await memory.summaries.past_day(GUILD, (NOON - timedelta(days=1)).date())
+    assert daily_calls(stub) > 1 and memory.summaries.batch_calls == daily_calls(stub)
+    assert summaries[ALICE].count("wrote") == daily_calls(stub) or len(summaries[ALICE]) <= 600
+
+
+async def test_history_keeps_dated_days_and_is_persisted(make, stub):
+    memory = await make()
+    for back in range(1, 7):
+        await seed(memory, NOON - timedelta(days=back), authors=((ALICE, "Ana"),))
+    assert memory.summaries is not None
+    history = await memory.summaries.history(GUILD, ALICE, NOON.date())
+    assert history.startswith("History: ") and "2026-11-14" in history and "2026-11-19" in history
+    calls = len(stub.requests)
+    fresh = await make()
+    assert fresh.summaries is not None and await fresh.summaries.history(GUILD, ALICE, NOON.date()) == history
+    assert len(stub.requests) == calls
