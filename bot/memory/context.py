@@ -71,11 +71,11 @@ class ContextBuilder:
             last = self._last_good.get((guild_id, user_id))
             if last is not None:
                 return last
-            facts = await self._facts.facts(guild_id, user_id) or ""
+            facts = await self._facts.cached_facts(guild_id, user_id) or ""
             return fallback_context(facts, "", "", budget=self._settings.context_token_budget)
 
     async def _build(self, guild_id: int, user_id: int, now: datetime) -> str | None:
-        facts = await self._facts.facts(guild_id, user_id) or ""
+        facts = await self._facts.cached_facts(guild_id, user_id) or ""
         today_day = local_day(now, self._summaries.zone(guild_id))
         today, history = "", ""
         try:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
+from cachetools import TTLCache
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -20,6 +21,7 @@ from db.models import FactRevision, UserFacts
 
 log = logging.getLogger(__name__)
 _CAS_ATTEMPTS = 20
+READ_CACHE_SECONDS = 30
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -80,6 +82,8 @@ class FactsStore:
         self._max_chars = max_chars
         self._clock = clock
         self._locks: weakref.WeakValueDictionary[tuple[int, int], asyncio.Lock] = weakref.WeakValueDictionary()
+        # Reads for context building; changes made here update it at once, other processes' within 30 s.
+        self._recent: TTLCache[tuple[int, int], str | None] = TTLCache(65536, READ_CACHE_SECONDS)
 
     def _lock(self, guild_id: int, user_id: int) -> asyncio.Lock:
         key = (guild_id, user_id)
@@ -93,6 +97,20 @@ class FactsStore:
         async with self._sessions() as session:
             row = await session.get(UserFacts, (guild_id, user_id))
             return row.memory_blob if row and row.memory_blob else None
+
+    async def cached_facts(self, guild_id: int, user_id: int) -> str | None:
+        """Like `facts`, from a short-lived cache: for the hot path of building a context."""
+        key = (guild_id, user_id)
+        try:
+            return self._recent[key]
+        except KeyError:
+            value = self._recent[key] = await self.facts(guild_id, user_id)
+            return value
+
+    def drop_cached(self, guild_id: int, user_id: int | None = None) -> None:
+        """Forget cached facts of a member, or of a whole guild (after a purge)."""
+        for key in [k for k in self._recent if k[0] == guild_id and user_id in (None, k[1])]:
+            self._recent.pop(key, None)
 
     async def remember(
         self, guild_id: int, user_id: int, fact: str, *, requested_by: int, subject: str
@@ -177,6 +195,7 @@ class FactsStore:
                     guild_id=guild_id, user_id=user_id, op=op, before=before, after=after, requested_by=requested_by
                 )
                 if revision_id is not None:
+                    self._recent[(guild_id, user_id)] = after or None
                     return FactChange(before, after, revision_id)
                 log.info("facts of a member changed under us; merging again")
                 await asyncio.sleep(random.uniform(0, 0.05))  # break the symmetry between two processes
