@@ -129,6 +129,9 @@ async def measure(args: argparse.Namespace) -> None:
         ["cache bytes per user (approx.)", f"{grown / 20:,.0f}", "tracemalloc, 20 users warmed"],
     ]
     sizes = await growth(args, stub)
+    daily_mode = await growth(argparse.Namespace(**{**vars(args), "sizes": args.sizes[:1]}), stub, mode="daily")
+    rows_main.append(["context tokens: HISTORY_MODE=summary vs daily", f"{sizes[0][1]} vs {daily_mode[0][1]}",
+                      "days 2-7 as one summary, or the six daily summaries merged directly"])
     await stub.stop()
     print_table("Context (SQLite, Gemini stub)", ["measure", "value", "note"], rows_main)
     print_table("Context size as stored history grows", ["stored messages", "context tokens (user 0)",
@@ -137,7 +140,7 @@ async def measure(args: argparse.Namespace) -> None:
                  for n, t in sizes])
 
 
-async def growth(args: argparse.Namespace, stub: GeminiStub) -> list[tuple[int, int]]:
+async def growth(args: argparse.Namespace, stub: GeminiStub, mode: str = "summary") -> list[tuple[int, int]]:
     """Context tokens for one member as the stored history grows from `sizes[0]` to `sizes[-1]` messages.
 
     The last week is the same in every run (140 messages a day, 10 of them from the member); everything
@@ -149,8 +152,8 @@ async def growth(args: argparse.Namespace, stub: GeminiStub) -> list[tuple[int, 
         with tempfile.TemporaryDirectory() as tmp:
             async with sqlite_engine(Path(tmp)) as engine:
                 llm, client = client_for(stub)
-                memory = MemoryManager(engine, Settings(_env_file=None, memory_wait_seconds=600),  # type: ignore[call-arg]
-                                       llm=llm, clock=FakeClock(NOW))
+                settings = Settings(_env_file=None, memory_wait_seconds=600, history_mode=mode)  # type: ignore[call-arg]
+                memory = MemoryManager(engine, settings, llm=llm, clock=FakeClock(NOW))
                 await memory.start()
                 recent = 7 * 140
                 for d in range(7):

@@ -42,7 +42,7 @@ def scripted_model(request: StubRequest) -> Reply:
         return as_json({"summaries": summaries})
     if '<day date="' in prompt:
         days = re.findall(r'<day date="([^"]+)">([^<]*)</day>', prompt)
-        return text("History: " + " | ".join(f"{d}: {html.unescape(t)}" for d, t in days))
+        return text(("History: " + " | ".join(f"{d}: {html.unescape(t)}" for d, t in days))[:500])  # "~500 chars"
     if "<today>" in prompt:
         return text(f"MERGED facts=[{element(prompt, 'facts')}] today=[{element(prompt, 'today')}] "
                     f"history=[{element(prompt, 'history')}]")

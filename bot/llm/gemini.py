@@ -53,8 +53,12 @@ class GeminiProvider:
         model = self._models[call.role]
         started = time.perf_counter()
         response = await self._call(model, prompt, schema, temperature)
-        text = response.text or ""
         tokens_in, tokens_out = _usage(response)
+        if _refused(response):
+            log.info("%s declined %s (safety block)", model, operation)
+            return LLMResult("", None, tokens_in, tokens_out, model, time.perf_counter() - started, self.name,
+                             refused=True)
+        text = response.text or ""
         parsed: Any = None
         if schema is not None:
             parsed = response.parsed if isinstance(response.parsed, schema) else parse_json(text, schema)
@@ -91,6 +95,17 @@ class GeminiProvider:
                 config.response_mime_type = "application/json"
                 config.response_schema = schema
         return await self._client.aio.models.generate_content(model=model, contents=contents, config=config)
+
+
+_BLOCKED = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION"}
+
+
+def _refused(response: types.GenerateContentResponse) -> bool:
+    feedback = response.prompt_feedback
+    if feedback is not None and feedback.block_reason:
+        return True
+    candidates = response.candidates or []
+    return bool(candidates) and str(getattr(candidates[0].finish_reason, "name", "")) in _BLOCKED
 
 
 def _usage(response: types.GenerateContentResponse) -> tuple[int, int]:

@@ -31,6 +31,7 @@ class LLMResult:
     latency_s: float
     provider: str
     degraded: bool = False
+    refused: bool = False  # the model declined (safety block): a real answer that says "nothing"
 
 
 @dataclass(frozen=True, slots=True)

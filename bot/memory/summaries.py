@@ -166,7 +166,7 @@ class Summaries:
             degraded |= result.degraded
             model = result.model
             authors = {line.author_id for line in chunk}
-            parsed: DailySummaries = result.parsed
+            parsed = result.parsed if isinstance(result.parsed, DailySummaries) else DailySummaries(summaries=[])
             for item in parsed.summaries:
                 if item.user_id.isdigit() and int(item.user_id) in authors:  # ignore IDs the model made up
                     summaries.setdefault(int(item.user_id), []).append(item.summary.strip())

@@ -185,3 +185,18 @@ async def test_history_keeps_dated_days_and_is_persisted(make, stub):
     fresh = await make()
     assert fresh.summaries is not None and await fresh.summaries.history(GUILD, ALICE, NOON.date()) == history
     assert len(stub.requests) == calls
+
+
+async def test_a_refused_day_is_stored_empty_and_not_retried(make, stub, engine):
+    from tests.gemini_stub import Reply
+
+    memory = await make()
+    day = NOON - timedelta(days=2)
+    await seed(memory, day)
+    stub.responder = lambda request: Reply(blocked=True)
+    assert memory.summaries is not None
+    assert await memory.summaries.past_day(GUILD, day.date()) == {ALICE: "", BOB: "", CAROL: ""}
+    fresh = await make()
+    assert fresh.summaries is not None and await fresh.summaries.past_day(GUILD, day.date()) == {
+        ALICE: "", BOB: "", CAROL: ""}
+    assert daily_calls(stub) == 1
