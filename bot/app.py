@@ -39,7 +39,7 @@ async def open_app(settings: Settings) -> AsyncIterator[App]:
         llm = build_llm(settings, sessions=create_session_factory(engine))
         memory = MemoryManager(engine, settings, llm=llm)
         await memory.start()
-        turns = ModelTurns(llm, memory.names, settings)
+        turns = ModelTurns(llm, memory.names, settings, memory.window)
         responder = Responder(memory, router=turns.route, chatter=turns.chat, policy=settings.facts_policy)
         try:
             yield App(memory, llm, responder)

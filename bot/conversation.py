@@ -33,6 +33,8 @@ class Request:
     text: str
     reply_to_author_id: int | None = None
     reply_to_text: str | None = None
+    channel_id: int | None = None
+    message_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

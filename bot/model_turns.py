@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from bot.conversation import Decision, Request, Route
 from bot.llm.client import LLM
+from bot.llm.prompts import transcript
 from bot.llm.schemas import RouteDecision
 from bot.memory.names import MENTION, NameDirectory
+from bot.memory.window import ChannelWindow
 from bot.settings import Settings
 
 
 class ModelTurns:
     """Routes with the `route` prompt and answers with the `chat` prompt."""
 
-    def __init__(self, llm: LLM, names: NameDirectory, settings: Settings) -> None:
+    def __init__(self, llm: LLM, names: NameDirectory, settings: Settings, window: ChannelWindow | None = None) -> None:
         self._llm = llm
         self._names = names
         self._settings = settings
+        self._window = window
 
     async def route(self, request: Request) -> Decision:
         """Ask the model what the message wants (any language); subjects are resolved like the fast path."""
@@ -49,11 +53,18 @@ class ModelTurns:
         zone = self._settings.default_timezone
         now = datetime.now(UTC).astimezone(ZoneInfo(zone))
         author = await self._names.name(request.guild_id, request.author_id)
+        lines = []
+        if self._window is not None and request.channel_id is not None:
+            # Only this channel's own conversation: a private channel's talk never leaves it.
+            lines = self._window.recent(request.guild_id, request.channel_id,
+                                        budget_tokens=self._settings.chat_window_tokens, before=request.message_id)
+            lines = [replace(line, content=await self._names.render_mentions(request.guild_id, line.content))
+                     for line in lines]
         result = await self._llm.run(
             "chat",
             {
                 "bot_name": self._settings.bot_name, "today": now.strftime("%A %Y-%m-%d %H:%M"), "timezone": zone,
-                "author": author, "memory": memory or "", "channel_xml": "",
+                "author": author, "memory": memory or "", "channel_xml": transcript(lines),
                 "message": await self._names.render_mentions(request.guild_id, request.text),
             },
             guild_id=request.guild_id,

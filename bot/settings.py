@@ -59,6 +59,7 @@ class Settings(BaseSettings):
     facts_policy: Literal["anyone", "self_and_admins"] = "anyone"
     context_token_budget: int = Field(default=2000, ge=200)
     memory_wait_seconds: float = Field(default=1.0, ge=0)
+    chat_window_tokens: int = Field(default=1500, ge=100)
     history_mode: Literal["summary", "daily"] = "summary"
     daily_input_tokens: int = Field(default=200_000, ge=1000)
 

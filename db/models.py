@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from sqlalchemy import Date, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import Boolean, Date, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from db.types import Snowflake, SurrogateKey, UTCDateTime
@@ -151,3 +151,15 @@ class HistoricalSummary(Base):
     __table_args__ = (
         UniqueConstraint("guild_id", "user_id", "end_date", name="uq_historical_summaries_guild_user_end"),
     )
+
+
+class ChannelPrivacy(Base):
+    """Whether a channel's messages may feed guild-wide memory: automatic (public only), or an admin's choice."""
+
+    __tablename__ = "channel_privacy"
+
+    guild_id: Mapped[int] = mapped_column(Snowflake, primary_key=True, autoincrement=False)
+    channel_id: Mapped[int] = mapped_column(Snowflake, primary_key=True, autoincrement=False)
+    is_private: Mapped[bool] = mapped_column(Boolean)
+    mode: Mapped[str] = mapped_column(String(8))  # auto | include | exclude
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)

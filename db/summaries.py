@@ -5,22 +5,29 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import date, datetime
 
-from sqlalchemy import select
+from sqlalchemy import and_, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.models import ChatMessage, DailySummary, HistoricalSummary, UserOptOut
+from db.models import ChannelPrivacy, ChatMessage, DailySummary, HistoricalSummary, UserOptOut
 
 
 async def day_messages(
     session: AsyncSession, guild_id: int, start: datetime, end: datetime
 ) -> list[tuple[datetime, int, str]]:
-    """(timestamp, user_id, text) of a guild's messages in [start, end), oldest first, opted-out users left out."""
+    """(timestamp, user_id, text) of a guild's shared messages in [start, end), oldest first.
+
+    Opted-out members and channels that are not shared (private unless included, or excluded) are left out.
+    """
     opted_out = select(UserOptOut.user_id).where(UserOptOut.guild_id == guild_id)
+    not_shared = select(ChannelPrivacy.channel_id).where(
+        ChannelPrivacy.guild_id == guild_id,
+        or_(ChannelPrivacy.mode == "exclude", and_(ChannelPrivacy.mode == "auto", ChannelPrivacy.is_private)),
+    )
     rows = await session.execute(
         select(ChatMessage.timestamp, ChatMessage.user_id, ChatMessage.message_text)
         .where(ChatMessage.guild_id == guild_id, ChatMessage.timestamp >= start, ChatMessage.timestamp < end,
-               ChatMessage.user_id.not_in(opted_out))
+               ChatMessage.user_id.not_in(opted_out), ChatMessage.channel_id.not_in(not_shared))
         .order_by(ChatMessage.timestamp, ChatMessage.message_id)
     )
     return [(ts, user_id, text) for ts, user_id, text in rows]

@@ -49,6 +49,11 @@ class Listener(commands.Cog):
         """Store every guild message; reply when addressed."""
         if message.guild is None:
             return  # direct messages are not stored
+        everyone = message.guild.default_role
+        await self.bot.memory.channels.observe(
+            message.guild.id, message.channel.id,
+            is_private=not message.channel.permissions_for(everyone).read_messages,  # type: ignore[union-attr]
+        )
         author_is_self = self.bot.user is not None and message.author.id == self.bot.user.id
         if author_is_self or not message.author.bot or self.bot.settings.ingest_other_bots:
             await self.bot.memory.ingest_message(incoming(message))
@@ -70,6 +75,8 @@ class Listener(commands.Cog):
             text=text,
             reply_to_author_id=replied.author.id if replied else None,
             reply_to_text=replied.content if replied else None,
+            channel_id=message.channel.id,
+            message_id=message.id,
         )
         await self._answer(message, request)
 

@@ -10,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.llm.client import LLM
+from bot.memory.channels import ChannelScopes
 from bot.memory.clock import Clock
 from bot.memory.context import ContextBuilder
 from bot.memory.facts import FactChange, FactsModel, FactsStore, Revision
@@ -18,6 +19,7 @@ from bot.memory.ingest import WriteBehindQueue
 from bot.memory.names import NameDirectory
 from bot.memory.summaries import Summaries
 from bot.memory.types import IncomingMessage, MessageDelete, MessageEdit
+from bot.memory.window import ChannelWindow
 from bot.settings import Settings
 from db.engine import create_session_factory
 from db.models import UserOptOut
@@ -42,6 +44,8 @@ class MemoryManager:
         self.clock = clock or Clock()
         self.sessions = create_session_factory(engine)
         self.names = NameDirectory(self.sessions)
+        self.channels = ChannelScopes(self.sessions, self.clock)
+        self.window = ChannelWindow()
         facts_model = facts_model or (LLMFactsModel(llm) if llm else None)
         self._facts = (
             FactsStore(self.sessions, facts_model, max_chars=settings.facts_max_chars) if facts_model else None
@@ -65,6 +69,7 @@ class MemoryManager:
         async with self.sessions() as session:
             rows = await session.execute(select(UserOptOut.guild_id, UserOptOut.user_id))
             self._optouts = {(g, u) for g, u in rows}
+        await self.channels.load()
         self.ingest.start()
 
     async def ingest_message(self, message: IncomingMessage) -> bool:
@@ -72,17 +77,20 @@ class MemoryManager:
         if (message.guild_id, message.author_id) in self._optouts:
             return False
         self.names.note(message.guild_id, message.author_id, message.author_name, message.author_username)
+        self.window.add(message)
         if not self.ingest.offer(message):  # the common case costs no extra coroutine
             await self.ingest.put(message)
         return True
 
     async def ingest_edit(self, message_id: int, content: str, edited_at: datetime) -> None:
         """Queue new text for a stored message."""
+        self.window.edit(message_id, content)
         await self.ingest.put(MessageEdit(message_id, content, edited_at))
 
     async def ingest_delete(self, message_ids: Iterable[int]) -> None:
         """Queue the removal of one or many messages (bulk deletes included)."""
         ids = tuple(message_ids)
+        self.window.delete(ids)
         if ids:
             await self.ingest.put(MessageDelete(ids))
 
