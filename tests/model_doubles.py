@@ -47,7 +47,9 @@ def scripted_model(request: StubRequest) -> Reply:
         return text(f"MERGED facts=[{element(prompt, 'facts')}] today=[{element(prompt, 'today')}] "
                     f"history=[{element(prompt, 'history')}]")
     if "<channel>" in prompt:
-        return text(f"(stub model) you said: {element(prompt, 'message')} | memory: {element(prompt, 'memory')}")
+        said = " / ".join(html.unescape(c) for c in re.findall(r"<content>([^<]*)</content>", prompt))
+        reply = f"(stub model) you said: {element(prompt, 'message')} | memory: {element(prompt, 'memory')}"
+        return text(reply + (f" | channel: {said}" if said else ""))
     facts = element(prompt, "facts")
     return text(facts[len(facts) // 2:])
 
