@@ -35,6 +35,7 @@ class Request:
     reply_to_text: str | None = None
     channel_id: int | None = None
     message_id: int | None = None
+    mentioned_user_ids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from bot.conversation import Decision, Request, Route, fast_route, third_person
 from bot.memory.facts import FactChange
 from bot.memory.manager import MemoryManager
+from bot.memory.names import MENTION
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +54,19 @@ class Responder:
             return await self._change_facts(request, decision)
         if decision.route is Route.ABOUT:
             return Answer(await self._about(request, decision.subject_id), Route.ABOUT)  # type: ignore[arg-type]
-        context = await self._memory.get_memories(request.guild_id, request.author_id)
-        return Answer(await self._chatter(request, context), Route.CHAT)
+        return Answer(await self._chatter(request, await self._chat_memory(request)), Route.CHAT)
+
+    async def _chat_memory(self, request: Request) -> str | None:
+        """The author's context, plus the facts of everyone the message mentions."""
+        parts = []
+        if mine := await self._memory.get_memories(request.guild_id, request.author_id):
+            parts.append(mine)
+        mentioned = {int(m) for m in MENTION.findall(request.text)} | set(request.mentioned_user_ids)
+        for user_id in sorted(mentioned - {request.author_id}):
+            if facts := await self._memory.facts(request.guild_id, user_id):
+                name = await self._memory.names.name(request.guild_id, user_id)
+                parts.append(f"About {name}: {facts}")
+        return "\n".join(parts) or None
 
     def _allowed(self, request: Request, decision: Decision, is_admin: bool) -> bool:
         return self._policy == "anyone" or is_admin or decision.subject_id == request.author_id

@@ -125,3 +125,19 @@ async def test_the_llm_router_handles_other_languages(memory, llm):
     else:
         # The stub merges verbatim; a real model writes it in the third person (the remember prompt asks).
         assert answer.route is Route.REMEMBER and await memory.facts(GUILD, ALICE) == "Ich gerne Tee trinke."
+
+
+async def test_chat_sees_the_facts_of_people_mentioned(memory, llm):
+    r = responder(memory)
+    await r.respond(ask("remember that Bob is Sergey"))
+    answer = await r.respond(ask(f"what should I cook for <@{BOB}>?"))
+    assert answer.route is Route.CHAT
+    if not llm.is_offline:
+        assert "About Bob: Bob is Sergey." in answer.text
+    assert "<@" not in answer.text  # the model is shown names, so it cannot echo a ping
+
+
+async def test_member_rename_is_used_at_once(memory):
+    await memory.note_member(GUILD, BOB, "Sergey", "bob")
+    assert await memory.names.resolve(GUILD, "Sergey") == [BOB]
+    assert await memory.names.name(GUILD, BOB) == "Sergey"

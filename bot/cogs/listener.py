@@ -77,6 +77,7 @@ class Listener(commands.Cog):
             reply_to_text=replied.content if replied else None,
             channel_id=message.channel.id,
             message_id=message.id,
+            mentioned_user_ids=tuple(u.id for u in message.mentions if u.id != self.bot.user.id),
         )
         await self._answer(message, request)
 
@@ -102,6 +103,12 @@ class Listener(commands.Cog):
             except discord.HTTPException:
                 log.exception("sending a reply to message %s failed", message.id)
                 return
+
+    @commands.Cog.listener()
+    async def on_member_update(self, before: discord.Member, after: discord.Member) -> None:
+        """Keep member_names current when someone changes their nickname or name."""
+        if (before.display_name, before.name) != (after.display_name, after.name):
+            await self.bot.memory.note_member(after.guild.id, after.id, after.display_name, after.name)
 
     @commands.Cog.listener()
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:

@@ -82,6 +82,11 @@ class MemoryManager:
             await self.ingest.put(message)
         return True
 
+    async def note_member(self, guild_id: int, user_id: int, display_name: str, username: str | None) -> None:
+        """A member changed their name: resolve and render them by the new one from now on."""
+        self.names.note(guild_id, user_id, display_name, username)
+        await self.names.store(guild_id, user_id, display_name, username, at=self.clock.now())
+
     async def ingest_edit(self, message_id: int, content: str, edited_at: datetime) -> None:
         """Queue new text for a stored message."""
         self.window.edit(message_id, content)

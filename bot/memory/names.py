@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
 from cachetools import LRUCache
 from sqlalchemy import func, or_, select
@@ -27,6 +28,14 @@ class NameDirectory:
     def note(self, guild_id: int, user_id: int, display_name: str, username: str | None) -> None:
         """Remember the name a member was just seen with."""
         self._recent[(guild_id, user_id)] = (display_name, username)
+
+    async def store(
+        self, guild_id: int, user_id: int, display_name: str, username: str | None, *, at: datetime
+    ) -> None:
+        """Write a name straight to `member_names` (name changes are rare; messages go through ingestion)."""
+        async with self._sessions() as session, session.begin():
+            await session.merge(MemberName(guild_id=guild_id, user_id=user_id, display_name=display_name[:100],
+                                           username=username, updated_at=at))
 
     def drop(self, guild_id: int, user_id: int | None = None) -> None:
         """Forget cached names of a member, or of a whole guild (after a purge)."""
