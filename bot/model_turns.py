@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime
-from zoneinfo import ZoneInfo
 
 from bot.conversation import Decision, Request, Route
 from bot.llm.client import LLM
-from bot.llm.prompts import transcript
+from bot.llm.prompts import transcript, when
 from bot.llm.schemas import RouteDecision
 from bot.memory.names import MENTION, NameDirectory
 from bot.memory.window import ChannelWindow
@@ -30,7 +29,8 @@ class ModelTurns:
             return Decision(Route.CHAT)
         author = await self._names.name(request.guild_id, request.author_id)
         result = await self._llm.run(
-            "route", {"bot_name": self._settings.bot_name, "author": author, "message": request.text},
+            "route", {"bot_name": self._settings.bot_name, "author": author, "message": request.text,
+                      **when(datetime.now(UTC), self._settings.default_timezone)},
             schema=RouteDecision, temperature=0, guild_id=request.guild_id,
         )
         decision: RouteDecision = result.parsed
@@ -51,7 +51,6 @@ class ModelTurns:
     async def chat(self, request: Request, memory: str | None) -> str:
         """A reply in the bot's voice, with what it remembers about the author."""
         zone = self._settings.default_timezone
-        now = datetime.now(UTC).astimezone(ZoneInfo(zone))
         author = await self._names.name(request.guild_id, request.author_id)
         lines = []
         if self._window is not None and request.channel_id is not None:
@@ -63,7 +62,7 @@ class ModelTurns:
         result = await self._llm.run(
             "chat",
             {
-                "bot_name": self._settings.bot_name, "today": now.strftime("%A %Y-%m-%d %H:%M"), "timezone": zone,
+                "bot_name": self._settings.bot_name, **when(datetime.now(UTC), zone),
                 "author": author, "memory": memory or "", "channel_xml": transcript(lines),
                 "message": await self._names.render_mentions(request.guild_id, request.text),
             },

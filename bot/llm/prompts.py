@@ -15,6 +15,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 from xml.sax.saxutils import escape
+from zoneinfo import ZoneInfo
 
 from bot.llm.types import Prompt
 
@@ -56,6 +57,11 @@ class ChatLine:
     author_id: int
     author: str
     content: str
+
+
+def when(now: datetime, zone: str) -> dict[str, str]:
+    """The `today` and `timezone` variables every dated prompt states."""
+    return {"today": now.astimezone(ZoneInfo(zone)).strftime("%A %Y-%m-%d %H:%M"), "timezone": zone}
 
 
 def transcript(lines: Iterable[ChatLine]) -> str:

@@ -10,6 +10,7 @@ from datetime import datetime
 from cachetools import LRUCache, TTLCache
 
 from bot.llm.client import LLM
+from bot.llm.prompts import when
 from bot.llm.tokens import estimate_tokens, trim_to_tokens
 from bot.llm.types import LLMError
 from bot.memory.clock import Clock, local_day
@@ -106,7 +107,7 @@ class ContextBuilder:
         try:
             result = await self._llm.run(
                 "merge_context",
-                {"subject": await self._names.name(guild_id, user_id), "today": now.date().isoformat(),
+                {"subject": await self._names.name(guild_id, user_id), **when(now, self._summaries.zone(guild_id)),
                  "facts": facts, "current_day": today, "history": history, "max_tokens": budget},
                 temperature=0.2, guild_id=guild_id, fallback=self._llm.is_offline,
             )

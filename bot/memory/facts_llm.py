@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 from bot.llm.client import LLM
+from bot.llm.prompts import when
 from bot.llm.schemas import ForgetResult
+from bot.memory.clock import Clock
 
 
 class LLMFactsModel:
     """Merges, removes and condenses facts with the remember / forget / condense prompts."""
 
-    def __init__(self, llm: LLM) -> None:
+    def __init__(self, llm: LLM, *, zone: str = "UTC", clock: Clock | None = None) -> None:
         self._llm = llm
+        self._zone = zone
+        self._clock = clock or Clock()
 
     async def merge(self, *, guild_id: int, subject: str, existing: str, fact: str, max_chars: int) -> str:
         """The facts with `fact` merged in (newer wins)."""
         result = await self._llm.run(
-            "remember", {"subject": subject, "existing": existing, "fact": fact, "max_chars": max_chars},
+            "remember", {"subject": subject, "existing": existing, "fact": fact, "max_chars": max_chars,
+             **when(self._clock.now(), self._zone)},
             temperature=0, guild_id=guild_id,
         )
         return result.text
@@ -23,7 +28,7 @@ class LLMFactsModel:
     async def remove(self, *, guild_id: int, subject: str, existing: str, fact: str) -> tuple[bool, str]:
         """Whether `fact` was found, and the facts without it."""
         result = await self._llm.run(
-            "forget", {"subject": subject, "existing": existing, "fact": fact},
+            "forget", {"subject": subject, "existing": existing, "fact": fact, **when(self._clock.now(), self._zone)},
             schema=ForgetResult, temperature=0, guild_id=guild_id,
         )
         parsed: ForgetResult = result.parsed

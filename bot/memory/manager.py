@@ -46,7 +46,9 @@ class MemoryManager:
         self.names = NameDirectory(self.sessions)
         self.channels = ChannelScopes(self.sessions, self.clock)
         self.window = ChannelWindow()
-        facts_model = facts_model or (LLMFactsModel(llm) if llm else None)
+        facts_model = facts_model or (
+            LLMFactsModel(llm, zone=settings.default_timezone, clock=self.clock) if llm else None
+        )
         self._facts = (
             FactsStore(self.sessions, facts_model, max_chars=settings.facts_max_chars) if facts_model else None
         )

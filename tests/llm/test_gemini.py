@@ -16,7 +16,8 @@ from bot.llm.types import LLMError, LLMUnavailableError
 from tests.gemini_stub import as_json, error, hang, text
 
 PROMPTS = load_prompts()
-FORGET_VARS = {"subject": "Bob", "existing": "Bob likes tea. Bob is Sergey.", "fact": "Bob likes tea"}
+WHEN = {"today": "Friday 2026-11-20 12:00", "timezone": "UTC"}
+FORGET_VARS = {"subject": "Bob", "existing": "Bob likes tea. Bob is Sergey.", "fact": "Bob likes tea", **WHEN}
 
 
 class Clock:
@@ -50,7 +51,7 @@ async def test_structured_output_is_parsed_into_the_model(stub, genai_client):
 async def test_gemma_gets_the_system_part_folded_in_and_json_parsed_defensively(stub, genai_client):
     stub.queue(text('Sure! ```json\n{"route": "remember", "subject": "me", "fact": "I like tea"}\n```'))
     llm = LLM(resilient(genai_client, model="gemma-3-27b-it"), prompts=PROMPTS)
-    variables = {"bot_name": "Elefant", "author": "Ana", "message": "please keep in mind I like tea"}
+    variables = {"bot_name": "Elefant", "author": "Ana", "message": "please keep in mind I like tea", **WHEN}
     result = await llm.run("route", variables, schema=RouteDecision)
     assert result.parsed == RouteDecision(route="remember", subject="me", fact="I like tea")
     sent = stub.requests[0]
@@ -72,7 +73,7 @@ async def test_retries_on_429_and_500_then_success(stub, genai_client):
     llm = LLM(provider, prompts=PROMPTS)
     started = time.perf_counter()
     result = await llm.run("remember", {"subject": "Bob", "existing": "Bob is Sergey.", "fact": "likes tea",
-                                        "max_chars": 1500})
+                                        "max_chars": 1500, **WHEN})
     assert result.text == "Bob is Sergey. Bob likes tea." and not result.degraded
     assert len(stub.requests) == 3
     assert time.perf_counter() - started >= 0.2  # the API's retry delay was honoured
@@ -110,7 +111,7 @@ async def test_breaker_opens_after_n_failures_gives_the_fallback_fast_and_closes
     clock = Clock()
     breaker = CircuitBreaker(failures=3, cooldown=60, clock=clock)
     llm = LLM(resilient(genai_client, attempts=1, breaker=breaker), prompts=PROMPTS)
-    variables = {"subject": "Bob", "existing": "Bob is Sergey.", "fact": "Bob likes tea", "max_chars": 1500}
+    variables = {"subject": "Bob", "existing": "Bob is Sergey.", "fact": "Bob likes tea", "max_chars": 1500, **WHEN}
     stub.queue(error(500), error(500), error(500))
     for _ in range(3):
         assert (await llm.run("remember", variables)).degraded

@@ -10,6 +10,7 @@ from bot.llm.schemas import DailySummaries, ForgetResult, RouteDecision, UserSum
 
 LLM_OFFLINE = LLM(None, prompts=load_prompts())
 T = datetime(2026, 11, 20, 9, 30, tzinfo=UTC)
+WHEN = {"today": "Friday 2026-11-20 09:30", "timezone": "UTC"}
 
 
 async def run(operation, variables, **kw):
@@ -19,7 +20,7 @@ async def run(operation, variables, **kw):
 
 
 async def test_remember_appends_a_sentence_and_drops_near_duplicates():
-    base = {"subject": "Bob", "max_chars": 1500}
+    base = {"subject": "Bob", "max_chars": 1500, **WHEN}
     first = await run("remember", {**base, "existing": "", "fact": "bob is Sergey"})
     assert first.text == "Bob is Sergey."
     second = await run("remember", {**base, "existing": first.text, "fact": "Bob likes green tea"})
@@ -30,10 +31,10 @@ async def test_remember_appends_a_sentence_and_drops_near_duplicates():
 
 async def test_forget_removes_matching_sentences_and_reports_found():
     existing = "Bob is Sergey. Bob likes green tea. Bob lives in Riga."
-    found = await run("forget", {"subject": "Bob", "existing": existing, "fact": "likes green tea"},
+    found = await run("forget", {"subject": "Bob", "existing": existing, "fact": "likes green tea", **WHEN},
                       schema=ForgetResult)
     assert found.parsed == ForgetResult(found=True, memory="Bob is Sergey. Bob lives in Riga.")
-    missing = await run("forget", {"subject": "Bob", "existing": existing, "fact": "owns a boat"},
+    missing = await run("forget", {"subject": "Bob", "existing": existing, "fact": "owns a boat", **WHEN},
                         schema=ForgetResult)
     assert missing.parsed == ForgetResult(found=False, memory=existing)
 
@@ -44,8 +45,8 @@ async def test_condense_keeps_the_newest_sentences_within_the_cap():
 
 
 async def test_route_is_always_chat_offline():
-    result = await run("route", {"bot_name": "Elefant", "author": "Ana", "message": "recuerda que me gusta el té"},
-                       schema=RouteDecision)
+    variables = {"bot_name": "Elefant", "author": "Ana", "message": "recuerda que me gusta el té", **WHEN}
+    result = await run("route", variables, schema=RouteDecision)
     assert result.parsed == RouteDecision(route="chat")
 
 
@@ -79,7 +80,7 @@ async def test_historical_summary_keeps_dates_and_the_newest_days():
 
 
 async def test_merge_context_is_a_labelled_concatenation_within_budget():
-    variables = {"subject": "Ana", "today": "2026-11-20", "facts": "Ana is vegetarian.",
+    variables = {"subject": "Ana", **WHEN, "facts": "Ana is vegetarian.",
                  "current_day": "Ana talked about exams.", "history": "Ana studied all week. " * 50, "max_tokens": 40}
     result = await run("merge_context", variables)
     assert result.text.startswith("Facts: Ana is vegetarian.\nToday: Ana talked about exams.\nEarlier: Ana studied")

@@ -30,7 +30,8 @@ def test_an_injected_closing_tag_stays_inside_its_content_element():
 
 
 def test_substituted_values_are_escaped_in_every_prompt():
-    prompt = load_prompts()["forget"].render({"subject": "Bob", "existing": "Bob is nice.", "fact": ATTACK})
+    prompt = load_prompts()["forget"].render({"subject": "Bob", "existing": "Bob is nice.", "fact": ATTACK,
+                                              "today": "2026-11-20", "timezone": "UTC"})
     assert "<instructions>" not in prompt.user and "&lt;instructions&gt;" in prompt.user
     inner = re.search(r"<forget>(.*)</forget>", prompt.user, re.S)
     assert inner is not None and "</forget>" not in inner.group(1)
@@ -60,3 +61,15 @@ def test_an_undeclared_placeholder_fails_at_load(tmp_path):
     path.write_text(path.read_text() + "\n$surprise")
     with pytest.raises(PromptError, match="surprise"):
         load_prompts(directory)
+
+
+def test_dated_prompts_state_the_date_and_time_zone():
+    from datetime import UTC, datetime
+
+    from bot.llm.prompts import when
+
+    values = when(datetime(2026, 11, 20, 23, 30, tzinfo=UTC), "Europe/Berlin")
+    assert values == {"today": "Saturday 2026-11-21 00:30", "timezone": "Europe/Berlin"}
+    prompts = load_prompts()
+    for name in ("remember", "forget", "route", "merge_context", "chat"):
+        assert {"today", "timezone"} <= prompts[name].variables, name
