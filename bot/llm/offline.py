@@ -32,18 +32,19 @@ def _similar(a: str, b: str) -> float:
     return len(wa & wb) / len(wa | wb) if wa and wb else float(a.strip().casefold() == b.strip().casefold())
 
 
-def as_sentence(text: str) -> str:
-    """One tidy sentence: capitalised, ending in punctuation."""
+def as_sentence(text: str, *, name: str = "") -> str:
+    """One tidy sentence: capitalised (unless it starts with a name written in lower case), ending in a stop."""
     text = " ".join(text.split()).strip()
     if not text:
         return ""
-    text = text[0].upper() + text[1:]
+    if not (name and text.startswith(name)):
+        text = text[0].upper() + text[1:]
     return text if text[-1] in ".!?" else text + "."
 
 
-def remember(existing: str, fact: str) -> str:
+def remember(existing: str, fact: str, *, subject: str = "") -> str:
     """Append `fact` unless an existing sentence already says (nearly) the same."""
-    new = as_sentence(fact)
+    new = as_sentence(fact, name=subject)
     kept = sentences(existing)
     if not new or any(_similar(s, new) >= 0.8 for s in kept):
         return " ".join(kept)
@@ -128,7 +129,7 @@ class OfflineProvider:
         parsed: Any = None
         operation, prompt, v = call.operation, call.prompt, call.variables
         if operation == "remember":
-            text = remember(v["existing"], v["fact"])
+            text = remember(v["existing"], v["fact"], subject=str(v.get("subject", "")))
         elif operation == "forget":
             parsed = forget(v["existing"], v["fact"])
             text = parsed.model_dump_json()

@@ -93,3 +93,9 @@ async def test_chat_is_honest_about_having_no_model():
     result = await run("chat", variables)
     assert result.text.startswith("I'm running without a language model, so I can't chat, Ana.")
     assert result.text.endswith("What I remember about you: Ana is vegetarian.")
+
+
+async def test_remember_keeps_a_lower_case_name_as_written():
+    result = await run("remember", {"subject": "ana_0", "max_chars": 1500, **WHEN, "existing": "",
+                                    "fact": "ana_0 studies physics"})
+    assert result.text == "ana_0 studies physics."
