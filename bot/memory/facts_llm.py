@@ -37,7 +37,8 @@ class LLMFactsModel:
     async def condense(self, *, guild_id: int, subject: str, existing: str, max_chars: int) -> str:
         """The facts rewritten within `max_chars`."""
         result = await self._llm.run(
-            "condense", {"subject": subject, "existing": existing, "max_chars": max_chars},
+            "condense", {"subject": subject, "existing": existing, "max_chars": max_chars,
+                         **when(self._clock.now(), self._zone)},
             temperature=0, guild_id=guild_id,
         )
         return result.text

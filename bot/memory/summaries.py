@@ -14,7 +14,7 @@ from cachetools import LRUCache, TTLCache
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.llm.client import LLM
-from bot.llm.prompts import ChatLine, transcript
+from bot.llm.prompts import ChatLine, transcript, when
 from bot.llm.schemas import DailySummaries
 from bot.llm.tokens import estimate_tokens, trim_to_chars
 from bot.llm.types import LLMError
@@ -131,7 +131,7 @@ class Summaries:
                 result = await self._llm.run(
                     "historical_summary",
                     {"subject": subject, "start_day": dailies[0][0], "end_day": dailies[-1][0],
-                     "days_xml": days_xml, "days": dailies},
+                     "days_xml": days_xml, "days": dailies, **when(self._clock.now(), self.zone(guild_id))},
                     role="batch", temperature=0.3, guild_id=guild_id, fallback=self._llm.is_offline,
                 )
             except LLMError:

@@ -17,6 +17,7 @@ from tests.gemini_stub import as_json, error, hang, text
 
 PROMPTS = load_prompts()
 WHEN = {"today": "Friday 2026-11-20 12:00", "timezone": "UTC"}
+CONDENSE = {"subject": "Bob", "existing": "x", "max_chars": 10, **WHEN}
 FORGET_VARS = {"subject": "Bob", "existing": "Bob likes tea. Bob is Sergey.", "fact": "Bob likes tea", **WHEN}
 
 
@@ -83,8 +84,7 @@ async def test_retries_stop_at_the_configured_limit(stub, genai_client):
     stub.queue(*(error(503) for _ in range(10)))
     provider = resilient(genai_client, attempts=3)
     with pytest.raises(LLMError):
-        await LLM(provider, prompts=PROMPTS).run("condense", {"subject": "Bob", "existing": "x", "max_chars": 10},
-                                                 fallback=False)
+        await LLM(provider, prompts=PROMPTS).run("condense", CONDENSE, fallback=False)
     assert len(stub.requests) == 3
 
 
@@ -92,7 +92,7 @@ async def test_a_client_error_is_not_retried(stub, genai_client):
     stub.queue(error(400), text("never reached"))
     with pytest.raises(LLMError):
         await LLM(resilient(genai_client), prompts=PROMPTS).run(
-            "condense", {"subject": "Bob", "existing": "x", "max_chars": 10}, fallback=False)
+            "condense", {"subject": "Bob", "existing": "x", "max_chars": 10, **WHEN}, fallback=False)
     assert len(stub.requests) == 1
 
 
@@ -102,7 +102,7 @@ async def test_a_hung_request_times_out_within_the_timeout(stub, genai_client):
     started = time.perf_counter()
     with pytest.raises(LLMError):
         await LLM(provider, prompts=PROMPTS).run(
-            "condense", {"subject": "Bob", "existing": "x", "max_chars": 10}, fallback=False)
+            "condense", {"subject": "Bob", "existing": "x", "max_chars": 10, **WHEN}, fallback=False)
     elapsed = time.perf_counter() - started
     assert 0.6 <= elapsed < 1.5  # two attempts of 0.3 s plus a short backoff
 
@@ -134,7 +134,7 @@ async def test_a_failed_probe_reopens_the_breaker(stub, genai_client):
     clock = Clock()
     breaker = CircuitBreaker(failures=1, cooldown=10, clock=clock)
     llm = LLM(resilient(genai_client, attempts=1, breaker=breaker), prompts=PROMPTS)
-    variables = {"subject": "B", "existing": "x", "max_chars": 10}
+    variables = {"subject": "B", "existing": "x", "max_chars": 10, **WHEN}
     stub.queue(error(500), error(500))
     await llm.run("condense", variables)
     clock.now += 11
@@ -163,5 +163,5 @@ async def test_the_concurrency_cap_holds(stub, genai_client):
 
     gemini.generate = counting
     llm = LLM(provider, prompts=PROMPTS)
-    await asyncio.gather(*(llm.run("condense", {"subject": "B", "existing": "x", "max_chars": 9}) for _ in range(6)))
+    await asyncio.gather(*(llm.run("condense", CONDENSE) for _ in range(6)))
     assert peak == 2 and len(stub.requests) == 6

@@ -40,7 +40,8 @@ async def test_forget_removes_matching_sentences_and_reports_found():
 
 
 async def test_condense_keeps_the_newest_sentences_within_the_cap():
-    result = await run("condense", {"subject": "Bob", "existing": "One fact. Two fact. Three fact.", "max_chars": 21})
+    variables = {"subject": "Bob", "existing": "One fact. Two fact. Three fact.", "max_chars": 21, **WHEN}
+    result = await run("condense", variables)
     assert result.text == "Two fact. Three fact."
 
 
@@ -75,7 +76,7 @@ async def test_daily_summary_is_bounded():
 async def test_historical_summary_keeps_dates_and_the_newest_days():
     days = [("2026-11-18", "Ana studied."), ("2026-11-19", "Ana passed her exam.")]
     result = await run("historical_summary", {"subject": "Ana", "start_day": "2026-11-18", "end_day": "2026-11-19",
-                                             "days_xml": "", "days": days})
+                                             "days_xml": "", "days": days, **WHEN})
     assert result.text == "On 2026-11-18: Ana studied. On 2026-11-19: Ana passed her exam."
 
 

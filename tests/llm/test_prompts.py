@@ -71,5 +71,5 @@ def test_dated_prompts_state_the_date_and_time_zone():
     values = when(datetime(2026, 11, 20, 23, 30, tzinfo=UTC), "Europe/Berlin")
     assert values == {"today": "Saturday 2026-11-21 00:30", "timezone": "Europe/Berlin"}
     prompts = load_prompts()
-    for name in ("remember", "forget", "route", "merge_context", "chat"):
+    for name in ("remember", "forget", "condense", "route", "historical_summary", "merge_context", "chat"):
         assert {"today", "timezone"} <= prompts[name].variables, name

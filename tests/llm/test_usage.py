@@ -16,7 +16,7 @@ from tests.factories import GUILD
 from tests.gemini_stub import error, text
 from tests.llm.test_gemini import resilient
 
-VARS = {"subject": "Bob", "existing": "Bob is Sergey.", "max_chars": 100}
+VARS = {"subject": "Bob", "existing": "Bob is Sergey.", "max_chars": 100, "today": "2026-11-20", "timezone": "UTC"}
 
 
 async def test_every_call_is_recorded_with_tokens(engine, stub):
