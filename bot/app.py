@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from bot.discord_bot import ElefantBot
 from bot.lifecycle import stop_on_signals
 from bot.llm import LLM, build_llm
+from bot.memory.clock import Clock
 from bot.memory.manager import MemoryManager
 from bot.model_turns import ModelTurns
 from bot.responder import Responder
@@ -31,13 +32,13 @@ class App:
 
 
 @contextlib.asynccontextmanager
-async def open_app(settings: Settings) -> AsyncIterator[App]:
+async def open_app(settings: Settings, *, clock: Clock | None = None) -> AsyncIterator[App]:
     """Migrate, open the engine and the LLM client, start memory; close all of it (draining) on exit."""
     engine = create_engine(settings.database_url)
     try:
         await upgrade(engine)
         llm = build_llm(settings, sessions=create_session_factory(engine))
-        memory = MemoryManager(engine, settings, llm=llm)
+        memory = MemoryManager(engine, settings, llm=llm, clock=clock)
         await memory.start()
         turns = ModelTurns(llm, memory.names, settings, memory.window)
         responder = Responder(memory, router=turns.route, chatter=turns.chat, policy=settings.facts_policy)

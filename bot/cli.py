@@ -12,16 +12,11 @@ import click
 import discord
 
 from bot.app import run_discord
+from bot.console import run_console
 from bot.logging_setup import configure_logging
 from bot.settings import ConfigError, Settings, load_settings
 from db.engine import create_engine
 from db.migrate import upgrade
-
-MISSING_TOKEN_HELP = (
-    "No DISCORD_TOKEN is set, so Elefant cannot connect to Discord. Create a bot at "
-    "https://discord.com/developers/applications (Bot → Reset Token, and turn on the Message Content "
-    "and Server Members intents), then put DISCORD_TOKEN=... in .env (see .env.example)."
-)
 
 
 def _settings() -> Settings:
@@ -67,13 +62,23 @@ async def migrate() -> None:
 
 @main.command()
 @async_command
+async def console() -> None:
+    """Chat with the bot in a simulated guild in this terminal (or from a pipe)."""
+    settings = _settings()
+    await _migrate(settings)
+    await run_console(settings)
+
+
+@main.command()
+@async_command
 async def run() -> None:
     """Run the bot (migrates the database first)."""
     settings = _settings()
     await _migrate(settings)
     if settings.discord_token is None:
-        click.echo(MISSING_TOKEN_HELP, err=True)
-        sys.exit(1)
+        click.echo("No DISCORD_TOKEN is set: starting the console instead (see .env.example to connect).", err=True)
+        await run_console(settings)
+        return
     try:
         await run_discord(settings)
     except discord.LoginFailure:

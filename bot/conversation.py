@@ -178,7 +178,7 @@ def third_person(fact: str, name: str) -> str:
         lambda m: f"{name} {m.group(1) or ''}{_agree(m.group(2))}",
         text,
     )
-    return text if text.startswith(name) else text[:1].upper() + text[1:]
+    return text
 
 
 _NO_AGREEMENT = {

@@ -37,4 +37,4 @@ async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
     """Bring the database behind `engine` to `revision` (default: the newest)."""
     async with engine.begin() as connection:
         await connection.run_sync(_upgrade, revision)
-    log.info("database schema is at %s", revision)
+    log.debug("database schema is at %s", revision)

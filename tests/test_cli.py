@@ -25,12 +25,6 @@ def test_migrate_creates_the_schema(env):
     assert {"chat_history", "user_facts", "fact_revisions", "daily_summaries"} <= tables
 
 
-def test_run_without_token_says_what_is_missing(env):
-    result = CliRunner().invoke(main, ["run"])
-    assert result.exit_code == 1
-    assert "No DISCORD_TOKEN is set" in result.output and "developers/applications" in result.output
-
-
 def test_bad_setting_is_one_sentence(env, monkeypatch):
     monkeypatch.setenv("DEFAULT_TIMEZONE", "Nowhere/Land")
     result = CliRunner().invoke(main, ["migrate"])

@@ -124,7 +124,7 @@ async def test_the_llm_router_handles_other_languages(memory, llm):
         assert answer.route is Route.CHAT and await memory.facts(GUILD, ALICE) is None
     else:
         # The stub merges verbatim; a real model writes it in the third person (the remember prompt asks).
-        assert answer.route is Route.REMEMBER and await memory.facts(GUILD, ALICE) == "Ich gerne Tee trinke."
+        assert answer.route is Route.REMEMBER and await memory.facts(GUILD, ALICE) == "ich gerne Tee trinke."
 
 
 async def test_chat_sees_the_facts_of_people_mentioned(memory, llm):

@@ -1,0 +1,165 @@
+"""Console mode: a simulated guild in the terminal, driving the same conversation code and MemoryManager.
+
+Reads commands from a terminal (with a prompt) or from a pipe (plain output, for scripts and tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+import zlib
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from bot.app import App, open_app
+from bot.conversation import Request, address
+from bot.memory.clock import Clock, FakeClock
+from bot.memory.types import IncomingMessage
+from bot.settings import Settings
+
+GUILD = (1 << 60) + 4242
+CHANNEL = (1 << 60) + 4343
+BOT_ID = (1 << 60) + 1
+HELP = """\
+Type a message to say it as the current speaker. Talk to the bot by starting with its name
+("{bot}, remember that I like tea") or by mentioning @{bot_lower}.
+  /as NAME        speak as NAME (anyone; created on first use)
+  @NAME           mention someone in a message
+  /reply N        your next message replies to line N
+  /day +N         move the clock N days forward (summaries are per day)
+  /context NAME   show exactly what memory would give the bot about NAME
+  /stats          what is stored
+  /help           this text
+  /quit           leave (Ctrl-D works too)"""
+
+
+def member_id(name: str) -> int:
+    """A stable, snowflake-sized ID for a console member."""
+    return (1 << 60) + 10_000 + zlib.crc32(name.casefold().encode())
+
+
+@dataclass
+class Console:
+    """The simulated guild and its transcript."""
+
+    app: App
+    settings: Settings
+    clock: FakeClock
+    out: TextIO
+    speaker: str = "alice"
+    reply_to: int | None = None
+    lines: list[IncomingMessage] = field(default_factory=list)
+
+    def say(self, text: str) -> None:
+        """Print a line of output."""
+        print(text, file=self.out, flush=True)
+
+    async def handle(self, line: str) -> bool:
+        """Handle one input line; False when the user wants to leave."""
+        line = line.strip()
+        if not line:
+            return True
+        if line.startswith("/"):
+            return await self._command(line)
+        await self._message(line)
+        return True
+
+    async def _command(self, line: str) -> bool:
+        name, _, arg = line[1:].partition(" ")
+        arg = arg.strip()
+        if name in {"quit", "exit"}:
+            return False
+        if name == "help":
+            self.say(HELP.format(bot=self.settings.bot_name, bot_lower=self.settings.bot_name.lower()))
+        elif name == "as" and arg:
+            self.speaker = arg.lstrip("@")
+            self.say(f"(you are now {self.speaker})")
+        elif name == "reply" and arg.isdigit() and 1 <= int(arg) <= len(self.lines):
+            self.reply_to = int(arg)
+            self.say(f"(your next message replies to line {arg})")
+        elif name == "day" and re.fullmatch(r"\+?\d+", arg):
+            self.clock.advance(days=int(arg))
+            await self.app.memory.flush()
+            self.say(f"(it is now {self.clock.now():%A %Y-%m-%d %H:%M} UTC)")
+        elif name == "context" and arg:
+            await self.app.memory.flush()
+            known = await self.app.memory.describe(GUILD, member_id(arg.lstrip("@")))
+            self.say(known or f"(nothing is known about {arg} yet)")
+        elif name == "stats":
+            await self._stats()
+        else:
+            self.say(f"(unknown command {line!r}; /help lists them)")
+        return True
+
+    async def _message(self, text: str) -> None:
+        author = member_id(self.speaker)
+        content = re.sub(r"@([\w.-]+)", lambda m: self._mention(m.group(1)), text)
+        replied = self.lines[self.reply_to - 1] if self.reply_to else None
+        self.reply_to = None
+        message = await self._post(author, self.speaker, content, replied)
+        self.say(f"[{len(self.lines)}] {self.speaker}: {text}")
+        addressed = address(content, bot_user_id=BOT_ID, bot_name=self.settings.bot_name,
+                            replied_to_bot=replied is not None and replied.author_id == BOT_ID)
+        if addressed is None:
+            return
+        request = Request(GUILD, author, addressed,
+                          reply_to_author_id=replied.author_id if replied else None,
+                          reply_to_text=replied.content if replied else None,
+                          channel_id=CHANNEL, message_id=message.message_id)
+        try:
+            answer = (await self.app.responder.respond(request, is_admin=True)).text
+        except Exception as exc:  # noqa: BLE001 - the console shows the failure instead of dying
+            answer = f"Sorry, I couldn't think that through just now ({type(exc).__name__})."
+        await self._post(BOT_ID, self.settings.bot_name, answer, message)
+        self.say(f"[{len(self.lines)}] {self.settings.bot_name}: {answer}")
+
+    def _mention(self, name: str) -> str:
+        if name.casefold() == self.settings.bot_name.casefold():
+            return f"<@{BOT_ID}>"
+        return f"<@{member_id(name)}>"
+
+    async def _post(self, author: int, name: str, content: str, replied: IncomingMessage | None) -> IncomingMessage:
+        self.clock.advance(seconds=30)
+        message = IncomingMessage(
+            GUILD, CHANNEL, (1 << 60) + 100_000 + len(self.lines), author, name, content, self.clock.now(),
+            reply_to_id=replied.message_id if replied else None,
+        )
+        self.lines.append(message)
+        await self.app.memory.ingest_message(message)
+        return message
+
+    async def _stats(self) -> None:
+        from sqlalchemy import func, select
+
+        from db.models import ChatMessage, DailySummary, LlmCall, UserFacts
+
+        await self.app.memory.flush()
+        async with self.app.memory.sessions() as session:
+            counts = [await session.scalar(select(func.count()).select_from(t))
+                      for t in (ChatMessage, UserFacts, DailySummary, LlmCall)]
+        mode = "offline provider" if self.app.llm.is_offline else "Gemini"
+        self.say(f"(messages {counts[0]}, people with facts {counts[1]}, daily summaries {counts[2]}, "
+                 f"LLM calls {counts[3]}; model: {mode})")
+
+
+async def run_console(settings: Settings, *, stdin: TextIO = sys.stdin, out: TextIO = sys.stdout) -> None:
+    """The console loop; a prompt and a banner only when a person is typing."""
+    interactive = stdin.isatty()
+    clock = FakeClock(Clock().now())
+    async with open_app(settings, clock=clock) as app:
+        console = Console(app, settings, clock, out)
+        for name in ("alice", "bob"):
+            app.memory.names.note(GUILD, member_id(name), name, name)
+        if interactive:
+            mode = "offline provider (no GEMINI_API_KEY)" if app.llm.is_offline else "Gemini"
+            console.say(f"Elefant console — a simulated guild, {mode}, database {settings.database_url}.")
+            console.say(f"You are alice. Try: {settings.bot_name}, remember that I like green tea   (/help for more)")
+        loop = asyncio.get_running_loop()
+        while True:
+            if interactive:
+                print(f"{console.speaker}> ", end="", file=out, flush=True)
+            line = await loop.run_in_executor(None, stdin.readline)
+            if not line or not await console.handle(line):
+                break
+        await app.memory.flush()

@@ -1,0 +1,50 @@
+"""Console mode from a pipe, offline: remember → what do you know → forget, as a newcomer would try it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = """\
+Elefant, remember that I like green tea
+Elefant, what do you know about me?
+/as bob
+@elefant remember that @alice is vegetarian
+/as alice
+Elefant, forget that I like green tea
+/context alice
+/stats
+"""
+
+
+def run(args: list[str], tmp_path: Path, stdin: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"DISCORD_TOKEN", "GEMINI_API_KEY"}}
+    env["DATABASE_URL"] = f"sqlite:///{tmp_path}/console.db"
+    return subprocess.run([sys.executable, "-m", "bot", *args], input=stdin, capture_output=True, text=True,
+                          cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)}, timeout=120, check=False)
+
+
+def test_scripted_console_session_offline(tmp_path):
+    result = run(["console"], tmp_path, SCRIPT)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[:4] == [
+        "[1] alice: Elefant, remember that I like green tea",
+        "[2] Elefant: Got it. What I know about alice now:",
+        "alice likes green tea.",
+        "[3] alice: Elefant, what do you know about me?",
+    ]
+    assert "[8] Elefant: Done, I forgot that. What I still know about alice: alice is vegetarian." in lines
+    assert lines[-2] == "alice is vegetarian."
+    assert lines[-1].startswith("(messages 8, people with facts 1,") and "offline provider" in lines[-1]
+    assert "alice>" not in result.stdout  # no prompt decorations from a pipe
+
+
+def test_run_without_a_token_lands_in_the_console(tmp_path):
+    result = run(["run"], tmp_path, "Elefant, remember that I like tea\n")
+    assert result.returncode == 0, result.stderr
+    assert "starting the console" in result.stderr
+    assert "[2] Elefant: Got it. What I know about alice now:" in result.stdout
