@@ -6,14 +6,16 @@ import asyncio
 import functools
 import sys
 from collections.abc import Callable, Coroutine
+from datetime import UTC, datetime
 from typing import Any
 
 import click
 import discord
 
-from bot.app import run_discord
+from bot.app import open_app, run_discord
 from bot.console import run_console
 from bot.logging_setup import configure_logging
+from bot.memory.clock import FakeClock
 from bot.settings import ConfigError, Settings, load_settings
 from db.engine import create_engine
 from db.migrate import upgrade
@@ -67,6 +69,23 @@ async def console() -> None:
     settings = _settings()
     await _migrate(settings)
     await run_console(settings)
+
+
+@main.command()
+@click.option("--guild", "guild_id", type=int, required=True, help="Guild (server) ID.")
+@click.option("--user", "user_id", type=int, required=True, help="Member ID.")
+@click.option("--at", "at", type=click.DateTime(formats=["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d"]),
+              default=None, help="Build the context as of this time (UTC unless an offset is given).")
+@async_command
+async def context(guild_id: int, user_id: int, at: datetime | None) -> None:
+    """Print exactly what memory would inject for a member (at a given time)."""
+    settings = _settings()
+    await _migrate(settings)
+    when = (at if at and at.tzinfo else (at or datetime.now(UTC)).replace(tzinfo=UTC)) if at else None
+    clock = FakeClock(when) if when else None
+    async with open_app(settings.model_copy(update={"memory_wait_seconds": 600}), clock=clock) as app:
+        known = await app.memory.get_memories(guild_id, user_id, now=when)
+    click.echo(known if known else f"(nothing is known about {user_id} in guild {guild_id})")
 
 
 @main.command()

@@ -48,3 +48,14 @@ def test_run_without_a_token_lands_in_the_console(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "starting the console" in result.stderr
     assert "[2] Elefant: Got it. What I know about alice now:" in result.stdout
+
+
+def test_context_prints_what_would_be_injected(tmp_path):
+    from bot.console import GUILD, member_id
+
+    run(["console"], tmp_path, "Elefant, remember that I like green tea\n")
+    result = run(["context", "--guild", str(GUILD), "--user", str(member_id("alice"))], tmp_path, "")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "alice likes green tea."
+    nobody = run(["context", "--guild", str(GUILD), "--user", "42"], tmp_path, "")
+    assert nobody.stdout.strip() == f"(nothing is known about 42 in guild {GUILD})"
