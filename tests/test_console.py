@@ -38,7 +38,8 @@ def test_scripted_console_session_offline(tmp_path):
         "[3] alice: Elefant, what do you know about me?",
     ]
     assert "[8] Elefant: Done, I forgot that. What I still know about alice: alice is vegetarian." in lines
-    assert lines[-2] == "alice is vegetarian."
+    assert lines[-3] == "Facts: alice is vegetarian."  # /context alice: the facts, then today's summary
+    assert lines[-2].startswith("Today: alice wrote 3 messages")
     assert lines[-1].startswith("(messages 8, people with facts 1,") and "offline provider" in lines[-1]
     assert "alice>" not in result.stdout  # no prompt decorations from a pipe
 
