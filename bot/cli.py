@@ -7,6 +7,7 @@ import functools
 import sys
 from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import click
@@ -14,6 +15,7 @@ import discord
 
 from bot.app import open_app, run_discord
 from bot.console import run_console
+from bot.importer import ImportFileError, import_file
 from bot.logging_setup import configure_logging
 from bot.memory.clock import FakeClock
 from bot.settings import ConfigError, Settings, load_settings
@@ -86,6 +88,29 @@ async def context(guild_id: int, user_id: int, at: datetime | None) -> None:
     async with open_app(settings.model_copy(update={"memory_wait_seconds": 600}), clock=clock) as app:
         known = await app.memory.get_memories(guild_id, user_id, now=when)
     click.echo(known if known else f"(nothing is known about {user_id} in guild {guild_id})")
+
+
+@main.command(name="import")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@async_command
+async def import_(files: tuple[Path, ...]) -> None:
+    """Import DiscordChatExporter JSON exports (idempotent; a bad file is reported and stores nothing)."""
+    settings = _settings()
+    await _migrate(settings)
+    failed = 0
+    async with open_app(settings) as app:
+        for path in files:
+            try:
+                result = await import_file(app.memory, path, include_bots=settings.ingest_other_bots,
+                                           progress=sys.stderr.isatty())
+            except ImportFileError as exc:
+                failed += 1
+                click.echo(f"Not imported: {exc}", err=True)
+                continue
+            extra = f", {result.skipped_bots} from bots skipped" if result.skipped_bots else ""
+            click.echo(f"{path}: {result.messages:,} messages from #{result.channel} ({result.guild}){extra}")
+    if failed:
+        sys.exit(1)
 
 
 @main.command()

@@ -60,3 +60,20 @@ def test_context_prints_what_would_be_injected(tmp_path):
     assert result.stdout.strip() == "alice likes green tea."
     nobody = run(["context", "--guild", str(GUILD), "--user", "42"], tmp_path, "")
     assert nobody.stdout.strip() == f"(nothing is known about 42 in guild {GUILD})"
+
+
+def test_import_then_context_for_an_imported_member(tmp_path):
+    from tests.export_files import AUTHORS, GUILD_ID, write_export
+
+    export = write_export(tmp_path / "general.json", 200)
+    imported = run(["import", str(export)], tmp_path, "")
+    assert imported.returncode == 0, imported.stderr
+    assert imported.stdout.strip() == f"{export}: 180 messages from #general (Test Guild), 20 from bots skipped"
+    result = run(["context", "--guild", str(GUILD_ID), "--user", str(AUTHORS[0][0]), "--at", "2025-03-02T12:00:00"],
+                 tmp_path, "")
+    assert result.returncode == 0, result.stderr
+    assert "2025-03-01" in result.stdout and "Ana wrote" in result.stdout
+    bad = tmp_path / "bad.json"
+    bad.write_text("[]")
+    failed = run(["import", str(bad)], tmp_path, "")
+    assert failed.returncode == 1 and f"Not imported: {bad}: is not a DiscordChatExporter JSON export" in failed.stderr

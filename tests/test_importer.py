@@ -1,0 +1,76 @@
+"""DiscordChatExporter import on both databases: idempotent, names recorded, bad files rejected whole."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import func, select
+
+from bot.importer import ImportFileError, import_file, read_export
+from bot.memory.manager import MemoryManager
+from db.models import ChatMessage, MemberName
+from tests.export_files import AUTHORS, CHANNEL_ID, GUILD_ID, write_export
+
+
+@pytest.fixture
+async def memory(engine, settings):
+    memory = MemoryManager(engine, settings)
+    await memory.start()
+    yield memory
+    await memory.close()
+
+
+async def count(memory: MemoryManager) -> int:
+    async with memory.sessions() as session:
+        return await session.scalar(select(func.count()).select_from(ChatMessage)) or 0
+
+
+async def test_import_is_idempotent_and_keeps_names_edits_and_replies(memory, tmp_path):
+    path = write_export(tmp_path / "general.json", 50)
+    result = await import_file(memory, path, include_bots=False, progress=False)
+    assert (result.messages, result.skipped_bots, result.channel, result.guild) == (45, 5, "general", "Test Guild")
+    assert await count(memory) == 45
+    again = await import_file(memory, path, include_bots=False, progress=False)
+    assert again.messages == 45 and await count(memory) == 45
+    async with memory.sessions() as session:
+        names = dict((await session.execute(select(MemberName.user_id, MemberName.display_name))).all())
+        edited = await session.get(ChatMessage, 2**60 + 1_000_000 + 3)
+        reply = await session.get(ChatMessage, 2**60 + 1_000_000 + 4)
+    assert names == {AUTHORS[0][0]: "Ana", AUTHORS[1][0]: "bob"}
+    assert edited is not None and edited.edited_at is not None
+    assert reply is not None and reply.reply_to_id == 2**60 + 1_000_000 + 3
+    assert edited.guild_id == GUILD_ID and edited.channel_id == CHANNEL_ID
+
+
+async def test_bots_are_imported_when_the_setting_says_so(memory, tmp_path):
+    path = write_export(tmp_path / "general.json", 20)
+    assert (await import_file(memory, path, include_bots=True, progress=False)).messages == 20
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("{not json", "is not a JSON export"),
+        (json.dumps({"guild": {"id": "1"}, "messages": []}), "channel"),
+        (json.dumps({"guild": {"id": "1"}, "channel": {"id": "2"},
+                     "messages": [{"id": "x", "timestamp": "2025-01-01T00:00:00+00:00", "author": {}}]}),
+         "messages.0.id"),
+    ],
+)
+def test_a_bad_file_gets_one_clear_error_naming_it(tmp_path, content, problem):
+    path = tmp_path / "broken.json"
+    path.write_text(content)
+    with pytest.raises(ImportFileError) as err:
+        read_export(path)
+    assert str(err.value).startswith(f"{path}: ") and problem in str(err.value)
+
+
+async def test_a_file_bad_at_the_end_stores_nothing(memory, tmp_path):
+    path = write_export(tmp_path / "general.json", 30)
+    data = json.loads(path.read_text())
+    data["messages"][-1]["timestamp"] = "yesterday"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ImportFileError, match="timestamp"):
+        await import_file(memory, path, include_bots=False, progress=False)
+    assert await count(memory) == 0
