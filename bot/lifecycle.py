@@ -26,13 +26,17 @@ def _request_stop(stop: asyncio.Event, sig: signal.Signals) -> None:
 
 def spawn(coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
     """Start a background task that is kept referenced and whose failure is logged, not lost."""
-    task = asyncio.create_task(coro, name=name)
-    _background.add(task)
-    task.add_done_callback(_finished)
-    return task
+    return keep(asyncio.create_task(coro, name=name), name=name)
 
 
-def _finished(task: asyncio.Task[Any]) -> None:
-    _background.discard(task)
-    if not task.cancelled() and task.exception() is not None:
-        log.error("background task %s failed", task.get_name(), exc_info=task.exception())
+def keep(future: asyncio.Future[Any], *, name: str) -> asyncio.Future[Any]:
+    """Let work already running go on in the background: referenced until done, its failure logged."""
+    _background.add(future)
+    future.add_done_callback(lambda done: _finished(done, name))
+    return future
+
+
+def _finished(future: asyncio.Future[Any], name: str) -> None:
+    _background.discard(future)
+    if not future.cancelled() and future.exception() is not None:
+        log.error("background work %s failed", name, exc_info=future.exception())

@@ -9,6 +9,7 @@ from datetime import datetime
 
 from cachetools import LRUCache, TTLCache
 
+from bot.lifecycle import keep
 from bot.llm.client import LLM
 from bot.llm.prompts import when
 from bot.llm.tokens import estimate_tokens, trim_to_tokens
@@ -56,7 +57,6 @@ class ContextBuilder:
         self._merged: LRUCache[tuple[int, int, str], str] = LRUCache(65536)
         self._last_good: TTLCache[tuple[int, int], str] = TTLCache(65536, LAST_GOOD_SECONDS, timer=clock.monotonic)
         self._flight = SingleFlight()
-        self._background: set[asyncio.Task[str | None]] = set()
 
     async def get_memories(self, guild_id: int, user_id: int, *, now: datetime | None = None) -> str | None:
         """The context for a member, or None when nothing is known; waits at most MEMORY_WAIT_SECONDS."""
@@ -67,8 +67,7 @@ class ContextBuilder:
             return await asyncio.wait_for(asyncio.shield(build), self._settings.memory_wait_seconds)
         except TimeoutError:
             # The build goes on in the background and warms the caches for the next reply.
-            self._background.add(build)
-            build.add_done_callback(self._background.discard)
+            keep(build, name=f"context build for a member of guild {guild_id}")
             last = self._last_good.get((guild_id, user_id))
             if last is not None:
                 return last
