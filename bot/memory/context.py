@@ -58,6 +58,12 @@ class ContextBuilder:
         self._last_good: TTLCache[tuple[int, int], str] = TTLCache(65536, LAST_GOOD_SECONDS, timer=clock.monotonic)
         self._flight = SingleFlight()
 
+    def drop(self, guild_id: int) -> None:
+        """Forget every cached context of a guild (after a deletion)."""
+        for cache in (self._merged, self._last_good):
+            for key in [k for k in list(cache.keys()) if k[0] == guild_id]:
+                cache.pop(key, None)
+
     async def get_memories(self, guild_id: int, user_id: int, *, now: datetime | None = None) -> str | None:
         """The context for a member, or None when nothing is known; waits at most MEMORY_WAIT_SECONDS."""
         now = now or self._clock.now()

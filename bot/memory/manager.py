@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
 
+from sqlalchemy import delete as sa_delete
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -21,6 +23,7 @@ from bot.memory.summaries import Summaries
 from bot.memory.types import IncomingMessage, MessageDelete, MessageEdit
 from bot.memory.window import ChannelWindow
 from bot.settings import Settings
+from db import deletion
 from db.engine import create_session_factory
 from db.models import UserOptOut
 
@@ -140,6 +143,53 @@ class MemoryManager:
         """Everything the bot would tell about a member, names rendered, nothing that pings."""
         known = await self.get_memories(guild_id, user_id)
         return await self.names.render_mentions(guild_id, known, at=False) if known else None
+
+    async def forget_member(self, guild_id: int, user_id: int) -> Counter[str]:
+        """Delete everything about a member in a guild — every table and every cache; rows deleted per table."""
+        return await self._delete(guild_id, user_id, deletion.delete_member(guild_id=guild_id, user_id=user_id))
+
+    async def purge_channel(self, guild_id: int, channel_id: int) -> Counter[str]:
+        """Delete a channel's messages and the summaries built from them."""
+        return await self._delete(guild_id, None, deletion.delete_channel(guild_id=guild_id, channel_id=channel_id))
+
+    async def purge_before(self, guild_id: int, before: datetime) -> Counter[str]:
+        """Delete a guild's messages older than `before`, and the summaries of those days."""
+        return await self._delete(guild_id, None, deletion.delete_before(guild_id=guild_id, before=before))
+
+    async def purge_guild(self, guild_id: int) -> Counter[str]:
+        """Delete everything kept about a guild."""
+        counts = await self._delete(guild_id, None, deletion.delete_guild(guild_id=guild_id))
+        self._optouts = {key for key in self._optouts if key[0] != guild_id}
+        return counts
+
+    async def opt_out(self, guild_id: int, user_id: int, *, delete_stored: bool) -> Counter[str]:
+        """Stop storing a member's messages (and, if asked, delete what is stored)."""
+        self._optouts.add((guild_id, user_id))
+        async with self.sessions() as session, session.begin():
+            await session.merge(UserOptOut(guild_id=guild_id, user_id=user_id, at=self.clock.now()))
+        return await self.forget_member(guild_id, user_id) if delete_stored else Counter()
+
+    async def opt_in(self, guild_id: int, user_id: int) -> None:
+        """Store a member's messages again."""
+        self._optouts.discard((guild_id, user_id))
+        async with self.sessions() as session, session.begin():
+            await session.execute(sa_delete(UserOptOut).where(UserOptOut.guild_id == guild_id,
+                                                              UserOptOut.user_id == user_id))
+
+    async def _delete(self, guild_id: int, user_id: int | None, work: deletion.Deletion) -> Counter[str]:
+        await self.flush()  # what is still queued must not land after the deletion
+        async with self.sessions() as session, session.begin():
+            counts = await work(session)
+        self.names.drop(guild_id, user_id)
+        self.window.drop(guild_id, user_id)
+        if self._facts is not None:
+            self._facts.drop_cached(guild_id, user_id)
+        if self.summaries is not None:
+            self.summaries.drop(guild_id)
+        if self._context is not None:
+            self._context.drop(guild_id)
+        log.info("deleted in guild %s: %s", guild_id, dict(counts))
+        return counts
 
     async def flush(self) -> None:
         """Wait until everything queued so far is committed."""

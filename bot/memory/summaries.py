@@ -64,6 +64,12 @@ class Summaries:
         self._flight = SingleFlight()
         self.batch_calls = 0
 
+    def drop(self, guild_id: int) -> None:
+        """Forget every cached summary of a guild (after a deletion; SQL is the source of truth)."""
+        for cache in (self._today, self._past, self._history):
+            for key in [k for k in list(cache.keys()) if k[0] == guild_id]:
+                cache.pop(key, None)
+
     def zone(self, guild_id: int) -> str:
         """The guild's time zone (per-guild override: later; the default for now)."""
         return self._settings.default_timezone

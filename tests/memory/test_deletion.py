@@ -1,0 +1,91 @@
+"""Deletion is complete on both databases: every table by query, and every cache, after forget-me and purges."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import func, select
+
+from bot.llm.client import LLM
+from bot.llm.prompts import load_prompts
+from bot.memory.clock import FakeClock
+from bot.memory.manager import MemoryManager
+from db.deletion import remaining
+from db.models import ChatMessage, DailySummary, HistoricalSummary, UserFacts, UserOptOut
+from tests.factories import ALICE, BOB, CHANNEL, GUILD, OTHER_GUILD, message
+
+NOW = datetime(2026, 11, 20, 18, 0, tzinfo=UTC)
+SECRET = "alice's secret recipe"
+
+
+@pytest.fixture
+async def memory(engine, settings):
+    memory = MemoryManager(engine, settings, llm=LLM(None, prompts=load_prompts()), clock=FakeClock(NOW))
+    await memory.start()
+    for back in range(0, 4):
+        day = NOW - timedelta(days=back, hours=3)
+        await memory.ingest_message(message(f"{SECRET} day {back}", author=ALICE, name="alice", at=day))
+        await memory.ingest_message(message(f"bob chats day {back}", author=BOB, name="bob",
+                                            at=day + timedelta(minutes=1), channel=CHANNEL + 1))
+    await memory.ingest_message(message("elsewhere", author=ALICE, name="alice", guild=OTHER_GUILD))
+    await memory.flush()
+    await memory.remember(GUILD, ALICE, "alice loves paella", requested_by=BOB)
+    # Warm every table and cache: past days, history, today, merged contexts.
+    assert await memory.get_memories(GUILD, ALICE)
+    assert await memory.get_memories(GUILD, BOB)
+    yield memory
+    await memory.close()
+
+
+async def count(memory, model, **where) -> int:
+    async with memory.sessions() as session:
+        query = select(func.count()).select_from(model)
+        for column, value in where.items():
+            query = query.where(getattr(model, column) == value)
+        return await session.scalar(query) or 0
+
+
+async def test_forget_member_removes_every_row_and_cache(memory):
+    assert await count(memory, DailySummary, guild_id=GUILD) > 0
+    assert await count(memory, HistoricalSummary, guild_id=GUILD, user_id=ALICE) == 1
+    counts = await memory.forget_member(GUILD, ALICE)
+    assert counts["chat_history"] == 4 and counts["user_facts"] == 1 and counts["fact_revisions"] == 1
+    async with memory.sessions() as session:
+        assert await remaining(session, GUILD, ALICE) == dict.fromkeys(
+            ["chat_history", "user_facts", "fact_revisions", "daily_summaries", "historical_summaries",
+             "member_names"], 0)
+    # Summaries of others built from the same days are gone too (recomputed without alice on demand).
+    assert await count(memory, DailySummary, guild_id=GUILD) == 0
+    # Caches: nothing about alice is served, and bob's rebuilt context no longer quotes her.
+    assert await memory.get_memories(GUILD, ALICE) is None
+    assert await memory.names.resolve(GUILD, "alice") == []
+    assert all(line.author_id != ALICE for line in memory.window.recent(GUILD, CHANNEL, budget_tokens=10_000))
+    bob = await memory.get_memories(GUILD, BOB)
+    assert bob is not None and SECRET not in bob
+    # Another guild keeps its own data.
+    assert await count(memory, ChatMessage, guild_id=OTHER_GUILD) == 1
+
+
+async def test_opt_out_stops_storage_and_can_delete(memory):
+    counts = await memory.opt_out(GUILD, ALICE, delete_stored=True)
+    assert counts["chat_history"] == 4
+    assert not await memory.ingest_message(message("after opting out", author=ALICE, name="alice"))
+    await memory.flush()
+    assert await count(memory, ChatMessage, guild_id=GUILD, user_id=ALICE) == 0
+    assert await count(memory, UserOptOut, guild_id=GUILD, user_id=ALICE) == 1
+    await memory.opt_in(GUILD, ALICE)
+    assert await memory.ingest_message(message("back again", author=ALICE, name="alice"))
+
+
+async def test_purge_channel_before_and_guild(memory):
+    counts = await memory.purge_channel(GUILD, CHANNEL + 1)
+    assert counts["chat_history"] == 4 and await count(memory, ChatMessage, channel_id=CHANNEL + 1) == 0
+    counts = await memory.purge_before(GUILD, NOW - timedelta(days=1))
+    assert counts["chat_history"] == 3  # alice's messages of the three earlier days
+    counts = await memory.purge_guild(GUILD)
+    assert counts["chat_history"] == 1 and counts["user_facts"] == 1
+    for model in (ChatMessage, UserFacts, DailySummary, HistoricalSummary):
+        assert await count(memory, model, guild_id=GUILD) == 0
+    assert await memory.get_memories(GUILD, ALICE) is None
+    assert await count(memory, ChatMessage, guild_id=OTHER_GUILD) == 1
