@@ -107,6 +107,7 @@ class Console:
                           reply_to_author_id=replied.author_id if replied else None,
                           reply_to_text=replied.content if replied else None,
                           channel_id=CHANNEL, message_id=message.message_id)
+        await self.app.memory.flush()  # a simulation should be deterministic: what was said is stored first
         try:
             answer = (await self.app.responder.respond(request, is_admin=True)).text
         except Exception as exc:  # noqa: BLE001 - the console shows the failure instead of dying

@@ -39,7 +39,7 @@ def test_scripted_console_session_offline(tmp_path):
     ]
     assert "[8] Elefant: Done, I forgot that. What I still know about alice: alice is vegetarian." in lines
     assert lines[-3] == "Facts: alice is vegetarian."  # /context alice: the facts, then today's summary
-    assert lines[-2].startswith("Today: alice wrote 3 messages")
+    assert lines[-2].startswith("Today: alice wrote 1 message")  # as summarised at line [3], cached for the hour
     assert lines[-1].startswith("(messages 8, people with facts 1,") and "offline provider" in lines[-1]
     assert "alice>" not in result.stdout  # no prompt decorations from a pipe
 
