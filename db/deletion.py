@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import date, datetime, timedelta
 
-from sqlalchemy import Date, and_, cast, delete, func, select
+from sqlalchemy import Date, and_, cast, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -71,6 +71,10 @@ async def _delete_member(session: AsyncSession, guild_id: int, user_id: int) -> 
     for model, name in ((DailySummary, "daily_summaries"), (HistoricalSummary, "historical_summaries")):
         result = await session.execute(delete(model).where(model.guild_id == guild_id, model.user_id == user_id))
         counts[name] += result.rowcount  # type: ignore[attr-defined]
+    # Changes they asked for about others stay (they are the other member's data) but no longer name them.
+    result = await session.execute(update(FactRevision).where(
+        FactRevision.guild_id == guild_id, FactRevision.requested_by == user_id).values(requested_by=0))
+    counts["fact_revisions_unattributed"] += result.rowcount  # type: ignore[attr-defined]
     for model, name, column in (
         (ChatMessage, "chat_history", ChatMessage.user_id),
         (UserFacts, "user_facts", UserFacts.user_id),

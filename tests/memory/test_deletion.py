@@ -31,6 +31,7 @@ async def memory(engine, settings):
     await memory.ingest_message(message("elsewhere", author=ALICE, name="alice", guild=OTHER_GUILD))
     await memory.flush()
     await memory.remember(GUILD, ALICE, "alice loves paella", requested_by=BOB)
+    await memory.remember(GUILD, BOB, "bob is Sergey", requested_by=ALICE)
     # Warm every table and cache: past days, history, today, merged contexts.
     assert await memory.get_memories(GUILD, ALICE)
     assert await memory.get_memories(GUILD, BOB)
@@ -51,6 +52,8 @@ async def test_forget_member_removes_every_row_and_cache(memory):
     assert await count(memory, HistoricalSummary, guild_id=GUILD, user_id=ALICE) == 1
     counts = await memory.forget_member(GUILD, ALICE)
     assert counts["chat_history"] == 4 and counts["user_facts"] == 1 and counts["fact_revisions"] == 1
+    assert counts["fact_revisions_unattributed"] == 1
+    assert [r.requested_by for r in await memory.fact_history(GUILD, BOB)] == [0]
     async with memory.sessions() as session:
         assert await remaining(session, GUILD, ALICE) == dict.fromkeys(
             ["chat_history", "user_facts", "fact_revisions", "daily_summaries", "historical_summaries",
@@ -63,6 +66,9 @@ async def test_forget_member_removes_every_row_and_cache(memory):
     assert all(line.author_id != ALICE for line in memory.window.recent(GUILD, CHANNEL, budget_tokens=10_000))
     bob = await memory.get_memories(GUILD, BOB)
     assert bob is not None and SECRET not in bob
+    # Revisions bob asked for stay bob's; ones alice asked for about others no longer name her.
+    counts_bob = await memory.forget_member(GUILD, BOB)
+    assert counts_bob["fact_revisions_unattributed"] == 0
     # Another guild keeps its own data.
     assert await count(memory, ChatMessage, guild_id=OTHER_GUILD) == 1
 
@@ -84,7 +90,7 @@ async def test_purge_channel_before_and_guild(memory):
     counts = await memory.purge_before(GUILD, NOW - timedelta(days=1))
     assert counts["chat_history"] == 3  # alice's messages of the three earlier days
     counts = await memory.purge_guild(GUILD)
-    assert counts["chat_history"] == 1 and counts["user_facts"] == 1
+    assert counts["chat_history"] == 1 and counts["user_facts"] == 2
     for model in (ChatMessage, UserFacts, DailySummary, HistoricalSummary):
         assert await count(memory, model, guild_id=GUILD) == 0
     assert await memory.get_memories(GUILD, ALICE) is None
