@@ -18,9 +18,11 @@ from bot.console import run_console
 from bot.importer import ImportFileError, import_file
 from bot.logging_setup import configure_logging
 from bot.memory.clock import FakeClock
+from bot.memory.export import member_markdown
 from bot.settings import ConfigError, Settings, load_settings
 from db.engine import create_engine
 from db.migrate import upgrade
+from db.stats import guild_stats
 
 
 def _settings() -> Settings:
@@ -111,6 +113,63 @@ async def import_(files: tuple[Path, ...]) -> None:
             click.echo(f"{path}: {result.messages:,} messages from #{result.channel} ({result.guild}){extra}")
     if failed:
         sys.exit(1)
+
+
+@main.command()
+@click.option("--guild", "guild_id", type=int, required=True, help="Guild (server) ID.")
+@async_command
+async def stats(guild_id: int) -> None:
+    """What is stored for a guild, and what the model cost in the last 24 hours."""
+    settings = _settings()
+    await _migrate(settings)
+    async with open_app(settings) as app, app.memory.sessions() as session:
+        figures = await guild_stats(session, guild_id, now=datetime.now(UTC))
+    for name, value in figures.items():
+        click.echo(f"{name.replace('_', ' '):24} {value:,}")
+
+
+@main.command()
+@click.option("--guild", "guild_id", type=int, required=True, help="Guild (server) ID.")
+@click.option("--user", "user_id", type=int, help="Delete everything about this member.")
+@click.option("--channel", "channel_id", type=int, help="Delete this channel's messages.")
+@click.option("--before", type=click.DateTime(formats=["%Y-%m-%d"]), help="Delete messages before this UTC date.")
+@click.option("--all", "everything", is_flag=True, help="Delete everything kept about the guild.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@async_command
+async def purge(*, guild_id: int, user_id: int | None, channel_id: int | None, before: datetime | None,
+                everything: bool, yes: bool) -> None:
+    """Delete data for real: from every table and cache (summaries built on it included)."""
+    chosen = [x for x in (user_id, channel_id, before, everything or None) if x is not None]
+    if len(chosen) != 1:
+        raise click.UsageError("choose exactly one of --user, --channel, --before, --all")
+    if not yes:
+        click.confirm(f"Really delete this from guild {guild_id}? This cannot be undone", abort=True)
+    settings = _settings()
+    await _migrate(settings)
+    async with open_app(settings) as app:
+        memory = app.memory
+        if user_id is not None:
+            counts = await memory.forget_member(guild_id, user_id)
+        elif channel_id is not None:
+            counts = await memory.purge_channel(guild_id, channel_id)
+        elif before is not None:
+            counts = await memory.purge_before(guild_id, before.replace(tzinfo=UTC))
+        else:
+            counts = await memory.purge_guild(guild_id)
+    click.echo("Deleted: " + (", ".join(f"{n} {table}" for table, n in sorted(counts.items()) if n) or "nothing"))
+
+
+@main.command()
+@click.option("--guild", "guild_id", type=int, required=True, help="Guild (server) ID.")
+@click.option("--user", "user_id", type=int, required=True, help="Member ID.")
+@async_command
+async def export(guild_id: int, user_id: int) -> None:
+    """Print a member's facts, revisions and summaries as Markdown."""
+    settings = _settings()
+    await _migrate(settings)
+    async with open_app(settings) as app:
+        name = await app.memory.names.name(guild_id, user_id)
+        click.echo(await member_markdown(app.memory.sessions, guild_id, user_id, name), nl=False)
 
 
 @main.command()

@@ -77,3 +77,25 @@ def test_import_then_context_for_an_imported_member(tmp_path):
     bad.write_text("[]")
     failed = run(["import", str(bad)], tmp_path, "")
     assert failed.returncode == 1 and f"Not imported: {bad}: is not a DiscordChatExporter JSON export" in failed.stderr
+
+
+def test_stats_export_and_purge_from_the_command_line(tmp_path):
+    from bot.console import GUILD, member_id
+
+    run(["console"], tmp_path, "Elefant, remember that I like green tea\nhello there\n")
+    alice = str(member_id("alice"))
+    stats = run(["stats", "--guild", str(GUILD)], tmp_path, "")
+    assert stats.returncode == 0, stats.stderr
+    assert "messages                 3" in stats.stdout and "members with facts       1" in stats.stdout
+    exported = run(["export", "--guild", str(GUILD), "--user", alice], tmp_path, "")
+    assert exported.stdout.startswith("# What Elefant keeps about alice")
+    assert "alice likes green tea." in exported.stdout and "#1 " in exported.stdout
+    refused = run(["purge", "--guild", str(GUILD), "--user", alice], tmp_path, "n\n")
+    assert refused.returncode == 1 and "Aborted" in refused.stderr
+    purged = run(["purge", "--guild", str(GUILD), "--user", alice, "--yes"], tmp_path, "")
+    assert purged.returncode == 0, purged.stderr
+    assert "2 chat_history" in purged.stdout and "1 user_facts" in purged.stdout
+    after = run(["context", "--guild", str(GUILD), "--user", alice], tmp_path, "")
+    assert after.stdout.startswith("(nothing is known about")
+    both = run(["purge", "--guild", str(GUILD), "--user", alice, "--all", "--yes"], tmp_path, "")
+    assert both.returncode == 2 and "exactly one" in both.stderr
