@@ -14,6 +14,7 @@ from bot.llm.client import LLM
 from bot.llm.prompts import when
 from bot.llm.tokens import estimate_tokens, trim_to_tokens
 from bot.llm.types import LLMError
+from bot.memory.cache_keys import drop_entries
 from bot.memory.clock import Clock, local_day
 from bot.memory.facts import FactsStore
 from bot.memory.names import NameDirectory
@@ -60,9 +61,8 @@ class ContextBuilder:
 
     def drop(self, guild_id: int) -> None:
         """Forget every cached context of a guild (after a deletion)."""
-        for cache in (self._merged, self._last_good):
-            for key in [k for k in list(cache.keys()) if k[0] == guild_id]:
-                cache.pop(key, None)
+        drop_entries(self._merged, guild_id)
+        drop_entries(self._last_good, guild_id)
 
     async def get_memories(self, guild_id: int, user_id: int, *, now: datetime | None = None) -> str | None:
         """The context for a member, or None when nothing is known; waits at most MEMORY_WAIT_SECONDS."""

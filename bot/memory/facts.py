@@ -17,6 +17,7 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.memory.cache_keys import drop_entries
 from db.models import FactRevision, UserFacts
 
 log = logging.getLogger(__name__)
@@ -109,8 +110,7 @@ class FactsStore:
 
     def drop_cached(self, guild_id: int, user_id: int | None = None) -> None:
         """Forget cached facts of a member, or of a whole guild (after a purge)."""
-        for key in [k for k in self._recent if k[0] == guild_id and user_id in (None, k[1])]:
-            self._recent.pop(key, None)
+        drop_entries(self._recent, guild_id, user_id)
 
     async def remember(
         self, guild_id: int, user_id: int, fact: str, *, requested_by: int, subject: str

@@ -9,6 +9,7 @@ from cachetools import LRUCache
 from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.memory.cache_keys import drop_entries
 from db.models import MemberName
 
 MENTION = re.compile(r"<@!?(\d{15,20})>")
@@ -39,8 +40,7 @@ class NameDirectory:
 
     def drop(self, guild_id: int, user_id: int | None = None) -> None:
         """Forget cached names of a member, or of a whole guild (after a purge)."""
-        for key in [k for k in self._recent if k[0] == guild_id and user_id in (None, k[1])]:
-            del self._recent[key]
+        drop_entries(self._recent, guild_id, user_id)
 
     async def resolve(self, guild_id: int, name: str) -> list[int]:
         """User IDs whose display name or username equals `name` (case-insensitive); several = ambiguous."""

@@ -18,6 +18,7 @@ from bot.llm.prompts import ChatLine, transcript, when
 from bot.llm.schemas import DailySummaries
 from bot.llm.tokens import estimate_tokens, trim_to_chars
 from bot.llm.types import LLMError
+from bot.memory.cache_keys import drop_entries
 from bot.memory.clock import Clock, day_bounds, local_day
 from bot.memory.names import MENTION, NameDirectory
 from bot.settings import Settings
@@ -67,8 +68,7 @@ class Summaries:
     def drop(self, guild_id: int) -> None:
         """Forget every cached summary of a guild (after a deletion; SQL is the source of truth)."""
         for cache in (self._today, self._past, self._history):
-            for key in [k for k in list(cache.keys()) if k[0] == guild_id]:
-                cache.pop(key, None)
+            drop_entries(cache, guild_id)
 
     def zone(self, guild_id: int) -> str:
         """The guild's time zone (per-guild override: later; the default for now)."""
