@@ -158,9 +158,19 @@ async def run_console(settings: Settings, *, stdin: TextIO = sys.stdin, out: Tex
             console.say(f"You are alice. Try: {settings.bot_name}, remember that I like green tea   (/help for more)")
         loop = asyncio.get_running_loop()
         while True:
-            if interactive:
-                print(f"{console.speaker}> ", end="", file=out, flush=True)
-            line = await loop.run_in_executor(None, stdin.readline)
-            if not line or not await console.handle(line):
+            line = await loop.run_in_executor(None, _read_line, stdin, f"{console.speaker}> " if interactive else None)
+            if line is None or not await console.handle(line):
                 break
         await app.memory.flush()
+
+
+def _read_line(stdin: TextIO, prompt: str | None) -> str | None:
+    """One line of input: with line editing and a prompt at a terminal, plain from a pipe; None at the end."""
+    if prompt is None:
+        return stdin.readline() or None
+    try:
+        import readline  # noqa: F401 - importing it gives input() history and line editing
+
+        return input(prompt)
+    except EOFError:
+        return None
