@@ -6,6 +6,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import delete as sa_delete
 from sqlalchemy import select
@@ -25,7 +26,7 @@ from bot.memory.window import ChannelWindow
 from bot.settings import Settings
 from db import deletion
 from db.engine import create_session_factory
-from db.models import UserOptOut
+from db.models import GuildSettings, UserOptOut
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,11 @@ class MemoryManager:
             rows = await session.execute(select(UserOptOut.guild_id, UserOptOut.user_id))
             self._optouts = {(g, u) for g, u in rows}
         await self.channels.load()
+        if self.summaries is not None:
+            async with self.sessions() as session:
+                rows = await session.execute(select(GuildSettings.guild_id, GuildSettings.timezone)
+                                             .where(GuildSettings.timezone.is_not(None)))
+                self.summaries.zones = {guild: zone for guild, zone in rows}
         self.ingest.start()
 
     async def ingest_message(self, message: IncomingMessage) -> bool:
@@ -143,6 +149,21 @@ class MemoryManager:
         """Everything the bot would tell about a member, names rendered, nothing that pings."""
         known = await self.get_memories(guild_id, user_id)
         return await self.names.render_mentions(guild_id, known, at=False) if known else None
+
+    async def set_timezone(self, guild_id: int, zone: str) -> None:
+        """A guild's own time zone for its days (an IANA name, validated); caches of the guild are dropped."""
+        ZoneInfo(zone)  # raises for an unknown zone, before anything changes
+        async with self.sessions() as session, session.begin():
+            row = await session.get(GuildSettings, guild_id)
+            if row is None:
+                session.add(GuildSettings(guild_id=guild_id, timezone=zone, updated_at=self.clock.now()))
+            else:
+                row.timezone, row.updated_at = zone, self.clock.now()
+        if self.summaries is not None:
+            self.summaries.zones[guild_id] = zone
+            self.summaries.drop(guild_id)
+        if self._context is not None:
+            self._context.drop(guild_id)
 
     async def forget_member(self, guild_id: int, user_id: int) -> Counter[str]:
         """Delete everything about a member in a guild — every table and every cache; rows deleted per table."""

@@ -64,6 +64,7 @@ class Summaries:
         self._history: LRUCache[tuple[int, int, date], str] = LRUCache(65536)
         self._flight = SingleFlight()
         self.batch_calls = 0
+        self.zones: dict[int, str] = {}  # per-guild time zones, loaded and kept by MemoryManager
 
     def drop(self, guild_id: int) -> None:
         """Forget every cached summary of a guild (after a deletion; SQL is the source of truth)."""
@@ -71,8 +72,8 @@ class Summaries:
             drop_entries(cache, guild_id)
 
     def zone(self, guild_id: int) -> str:
-        """The guild's time zone (per-guild override: later; the default for now)."""
-        return self._settings.default_timezone
+        """The guild's time zone: its own setting, else DEFAULT_TIMEZONE."""
+        return self.zones.get(guild_id, self._settings.default_timezone)
 
     async def today(self, guild_id: int, now: datetime) -> dict[int, str]:
         """Today's summaries so far, recomputed at most once per clock hour."""

@@ -200,3 +200,23 @@ async def test_a_refused_day_is_stored_empty_and_not_retried(make, stub, engine)
     assert fresh.summaries is not None and await fresh.summaries.past_day(GUILD, day.date()) == {
         ALICE: "", BOB: "", CAROL: ""}
     assert daily_calls(stub) == 1
+
+
+async def test_a_guild_time_zone_moves_its_day_boundaries(make, stub):
+    import zoneinfo
+
+    memory = await make()
+    # 23:30 UTC on the 19th is already the 20th in Tokyo.
+    await memory.ingest_message(message("late night", author=ALICE, name="Ana", at=NOON.replace(day=19, hour=23,
+                                                                                                minute=30)))
+    await memory.flush()
+    assert memory.summaries is not None
+    assert ALICE in await memory.summaries.past_day(GUILD, (NOON - timedelta(days=1)).date())
+    await memory.set_timezone(GUILD, "Asia/Tokyo")
+    assert memory.summaries.zone(GUILD) == "Asia/Tokyo"
+    tokyo_today = await memory.summaries.today(GUILD, NOON)
+    assert ALICE in tokyo_today
+    fresh = await make()
+    assert fresh.summaries is not None and fresh.summaries.zone(GUILD) == "Asia/Tokyo"
+    with pytest.raises(zoneinfo.ZoneInfoNotFoundError):
+        await memory.set_timezone(GUILD, "Mars/Olympus")
