@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from bot.discord_bot import ElefantBot
-from bot.lifecycle import stop_on_signals
+from bot.lifecycle import spawn, stop_on_signals
 from bot.llm import LLM, build_llm
 from bot.memory.clock import Clock
 from bot.memory.manager import MemoryManager
@@ -51,6 +51,15 @@ async def open_app(settings: Settings, *, clock: Clock | None = None) -> AsyncIt
         await engine.dispose()
 
 
+async def _retention(memory: MemoryManager) -> None:
+    """Apply RETENTION_DAYS once an hour while the bot runs."""
+    while True:
+        deleted = await memory.apply_retention()
+        if deleted:
+            log.info("retention removed %s", dict(deleted))
+        await asyncio.sleep(3600)
+
+
 async def run_discord(settings: Settings) -> None:
     """Connect to Discord until SIGINT/SIGTERM, then drain ingestion before exiting."""
     assert settings.discord_token is not None
@@ -59,6 +68,7 @@ async def run_discord(settings: Settings) -> None:
         stop = asyncio.Event()
         stop_on_signals(stop)
         async with bot:
+            spawn(_retention(app.memory), name="retention")
             runner = asyncio.create_task(bot.start(settings.discord_token.get_secret_value()))
             stopper = asyncio.create_task(stop.wait())
             done, _ = await asyncio.wait({runner, stopper}, return_when=asyncio.FIRST_COMPLETED)

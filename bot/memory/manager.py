@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from sqlalchemy import delete as sa_delete
@@ -26,7 +26,7 @@ from bot.memory.window import ChannelWindow
 from bot.settings import Settings
 from db import deletion
 from db.engine import create_session_factory
-from db.models import GuildSettings, UserOptOut
+from db.models import ChatMessage, GuildSettings, UserOptOut
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +149,19 @@ class MemoryManager:
         """Everything the bot would tell about a member, names rendered, nothing that pings."""
         known = await self.get_memories(guild_id, user_id)
         return await self.names.render_mentions(guild_id, known, at=False) if known else None
+
+    async def apply_retention(self) -> Counter[str]:
+        """Delete messages older than RETENTION_DAYS in every guild (0 keeps everything); rows per table."""
+        total: Counter[str] = Counter()
+        if self.settings.retention_days <= 0:
+            return total
+        cutoff = self.clock.now() - timedelta(days=self.settings.retention_days)
+        async with self.sessions() as session:
+            guilds = (await session.scalars(select(ChatMessage.guild_id).where(ChatMessage.timestamp < cutoff)
+                                            .distinct())).all()
+        for guild_id in guilds:
+            total += await self.purge_before(guild_id, cutoff)
+        return total
 
     async def set_timezone(self, guild_id: int, zone: str) -> None:
         """A guild's own time zone for its days (an IANA name, validated); caches of the guild are dropped."""

@@ -95,3 +95,19 @@ async def test_purge_channel_before_and_guild(memory):
         assert await count(memory, model, guild_id=GUILD) == 0
     assert await memory.get_memories(GUILD, ALICE) is None
     assert await count(memory, ChatMessage, guild_id=OTHER_GUILD) == 1
+
+
+async def test_retention_deletes_only_what_is_older(engine, settings):
+    memory = MemoryManager(engine, settings.model_copy(update={"retention_days": 2}),
+                           llm=LLM(None, prompts=load_prompts()), clock=FakeClock(NOW))
+    await memory.start()
+    for back in range(5):
+        await memory.ingest_message(message(f"day {back}", at=NOW - timedelta(days=back, hours=1)))
+    await memory.ingest_message(message("other guild, old", guild=OTHER_GUILD, at=NOW - timedelta(days=30)))
+    await memory.flush()
+    deleted = await memory.apply_retention()
+    assert deleted["chat_history"] == 4  # days 2, 3, 4 here and the old one in the other guild
+    assert await count(memory, ChatMessage) == 2
+    await memory.close()
+    keep_all = MemoryManager(engine, settings, clock=FakeClock(NOW))
+    assert await keep_all.apply_retention() == {}
