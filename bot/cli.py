@@ -66,26 +66,35 @@ async def migrate() -> None:
     click.echo("Database is up to date.")
 
 
+AT_OPTION = click.option(
+    "--at", "at", type=click.DateTime(formats=["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d"]),
+    default=None, help="Time to use (UTC unless an offset is given); default now.")
+
+
+def _utc(at: datetime | None) -> datetime | None:
+    return at if at is None or at.tzinfo else at.replace(tzinfo=UTC)
+
+
 @main.command()
+@AT_OPTION
 @async_command
-async def console() -> None:
-    """Chat with the bot in a simulated guild in this terminal (or from a pipe)."""
+async def console(at: datetime | None) -> None:
+    """Chat with the bot in a simulated guild in this terminal (or from a pipe), its clock starting --at."""
     settings = _settings()
     await _migrate(settings)
-    await run_console(settings)
+    await run_console(settings, start=_utc(at))
 
 
 @main.command()
 @click.option("--guild", "guild_id", type=int, required=True, help="Guild (server) ID.")
 @click.option("--user", "user_id", type=int, required=True, help="Member ID.")
-@click.option("--at", "at", type=click.DateTime(formats=["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d"]),
-              default=None, help="Build the context as of this time (UTC unless an offset is given).")
+@AT_OPTION
 @async_command
 async def context(guild_id: int, user_id: int, at: datetime | None) -> None:
     """Print exactly what memory would inject for a member (at a given time)."""
     settings = _settings()
     await _migrate(settings)
-    when = (at if at and at.tzinfo else (at or datetime.now(UTC)).replace(tzinfo=UTC)) if at else None
+    when = _utc(at)
     clock = FakeClock(when) if when else None
     async with open_app(settings.model_copy(update={"memory_wait_seconds": 600}), clock=clock) as app:
         known = await app.memory.get_memories(guild_id, user_id, now=when)

@@ -10,6 +10,7 @@ import re
 import sys
 import zlib
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TextIO
 
 from bot.app import App, open_app
@@ -144,10 +145,11 @@ class Console:
                  f"LLM calls {counts[3]}; model: {mode})")
 
 
-async def run_console(settings: Settings, *, stdin: TextIO = sys.stdin, out: TextIO = sys.stdout) -> None:
+async def run_console(settings: Settings, *, start: datetime | None = None, stdin: TextIO = sys.stdin,
+                      out: TextIO = sys.stdout) -> None:
     """The console loop; a prompt and a banner only when a person is typing."""
     interactive = stdin.isatty()
-    clock = FakeClock(Clock().now())
+    clock = FakeClock(start or Clock().now())
     async with open_app(settings, clock=clock) as app:
         console = Console(app, settings, clock, out)
         for name in ("alice", "bob"):
