@@ -7,14 +7,14 @@ import hashlib
 import logging
 from datetime import datetime
 
-from cachetools import LRUCache, TTLCache
+from cachetools import TTLCache
 
 from bot.lifecycle import keep
 from bot.llm.client import LLM
 from bot.llm.prompts import when
 from bot.llm.tokens import estimate_tokens, trim_to_tokens
 from bot.llm.types import LLMError
-from bot.memory.cache_keys import drop_entries
+from bot.memory.caches import CacheReport, CountingLRU, drop_entries
 from bot.memory.clock import Clock, local_day
 from bot.memory.facts import FactsStore
 from bot.memory.names import NameDirectory
@@ -55,9 +55,13 @@ class ContextBuilder:
         self._names = names
         self._settings = settings
         self._clock = clock
-        self._merged: LRUCache[tuple[int, int, str], str] = LRUCache(65536)
+        self._merged: CountingLRU[tuple[int, int, str], str] = CountingLRU(65536)
         self._last_good: TTLCache[tuple[int, int], str] = TTLCache(65536, LAST_GOOD_SECONDS, timer=clock.monotonic)
         self._flight = SingleFlight()
+
+    def cache_report(self) -> CacheReport:
+        """Hit rate of the merged-context cache (keyed by the content hash of its inputs)."""
+        return self._merged.report()
 
     def drop(self, guild_id: int) -> None:
         """Forget every cached context of a guild (after a deletion)."""

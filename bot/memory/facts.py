@@ -12,12 +12,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
-from cachetools import TTLCache
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.memory.cache_keys import drop_entries
+from bot.memory.caches import CacheReport, CountingTTL, drop_entries
 from db.models import FactRevision, UserFacts
 
 log = logging.getLogger(__name__)
@@ -84,7 +83,7 @@ class FactsStore:
         self._clock = clock
         self._locks: weakref.WeakValueDictionary[tuple[int, int], asyncio.Lock] = weakref.WeakValueDictionary()
         # Reads for context building; changes made here update it at once, other processes' within 30 s.
-        self._recent: TTLCache[tuple[int, int], str | None] = TTLCache(65536, READ_CACHE_SECONDS)
+        self._recent: CountingTTL[tuple[int, int], str | None] = CountingTTL(65536, READ_CACHE_SECONDS)
 
     def _lock(self, guild_id: int, user_id: int) -> asyncio.Lock:
         key = (guild_id, user_id)
@@ -107,6 +106,10 @@ class FactsStore:
         except KeyError:
             value = self._recent[key] = await self.facts(guild_id, user_id)
             return value
+
+    def cache_report(self) -> CacheReport:
+        """Hit rate of the facts read cache."""
+        return self._recent.report()
 
     def drop_cached(self, guild_id: int, user_id: int | None = None) -> None:
         """Forget cached facts of a member, or of a whole guild (after a purge)."""

@@ -13,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.llm.client import LLM
+from bot.memory.caches import CacheReport
 from bot.memory.channels import ChannelScopes
 from bot.memory.clock import Clock
 from bot.memory.context import ContextBuilder
@@ -149,6 +150,17 @@ class MemoryManager:
         """Everything the bot would tell about a member, names rendered, nothing that pings."""
         known = await self.get_memories(guild_id, user_id)
         return await self.names.render_mentions(guild_id, known, at=False) if known else None
+
+    def cache_reports(self) -> dict[str, CacheReport]:
+        """Hits, misses and size of every cache in front of SQL and the model, by name."""
+        reports: dict[str, CacheReport] = {}
+        if self._facts is not None:
+            reports["facts"] = self._facts.cache_report()
+        if self.summaries is not None:
+            reports.update(self.summaries.cache_reports())
+        if self._context is not None:
+            reports["merged context"] = self._context.cache_report()
+        return reports
 
     async def apply_retention(self) -> Counter[str]:
         """Delete messages older than RETENTION_DAYS in every guild (0 keeps everything); rows per table."""

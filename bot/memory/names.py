@@ -9,7 +9,7 @@ from cachetools import LRUCache
 from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.memory.cache_keys import drop_entries
+from bot.memory.caches import drop_entries
 from db.models import MemberName
 
 MENTION = re.compile(r"<@!?(\d{15,20})>")

@@ -10,7 +10,6 @@ from typing import Any, TypeVar
 from xml.sax.saxutils import escape
 from zoneinfo import ZoneInfo
 
-from cachetools import LRUCache, TTLCache
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.llm.client import LLM
@@ -18,7 +17,7 @@ from bot.llm.prompts import ChatLine, transcript, when
 from bot.llm.schemas import DailySummaries
 from bot.llm.tokens import estimate_tokens, trim_to_chars
 from bot.llm.types import LLMError
-from bot.memory.cache_keys import drop_entries
+from bot.memory.caches import CacheReport, CountingLRU, CountingTTL, drop_entries
 from bot.memory.clock import Clock, day_bounds, local_day
 from bot.memory.names import MENTION, NameDirectory
 from bot.settings import Settings
@@ -59,9 +58,9 @@ class Summaries:
         self._settings = settings
         self._clock = clock
         # cachetools sits in front of SQL, never instead of it; its timer is our clock, so tests never sleep.
-        self._today: TTLCache[tuple[int, str], dict[int, str]] = TTLCache(1024, HOUR, timer=clock.monotonic)
-        self._past: LRUCache[tuple[int, date], dict[int, str]] = LRUCache(4096)
-        self._history: LRUCache[tuple[int, int, date], str] = LRUCache(65536)
+        self._today: CountingTTL[tuple[int, str], dict[int, str]] = CountingTTL(1024, HOUR, timer=clock.monotonic)
+        self._past: CountingLRU[tuple[int, date], dict[int, str]] = CountingLRU(4096)
+        self._history: CountingLRU[tuple[int, int, date], str] = CountingLRU(65536)
         self._flight = SingleFlight()
         self.batch_calls = 0
         self.zones: dict[int, str] = {}  # per-guild time zones, loaded and kept by MemoryManager
@@ -70,6 +69,10 @@ class Summaries:
         """Forget every cached summary of a guild (after a deletion; SQL is the source of truth)."""
         for cache in (self._today, self._past, self._history):
             drop_entries(cache, guild_id)
+
+    def cache_reports(self) -> dict[str, CacheReport]:
+        """Hit rates of today's (hourly), past days' and histories' caches."""
+        return {"today": self._today.report(), "past days": self._past.report(), "history": self._history.report()}
 
     def zone(self, guild_id: int) -> str:
         """The guild's time zone: its own setting, else DEFAULT_TIMEZONE."""

@@ -141,6 +141,9 @@ async def test_merged_context_is_cached_by_content(make, stub):
     calls = len(stub.requests)
     assert first is not None and first.startswith("MERGED")
     assert await memory.get_memories(GUILD, ALICE) == first and len(stub.requests) == calls
+    reports = memory.cache_reports()  # what /memory-admin stats shows
+    assert (reports["merged context"].hits, reports["merged context"].misses) == (1, 1)
+    assert reports["today"].hit_rate == 0.5 and reports["facts"].size == 1
     await memory.remember(GUILD, ALICE, "Ana is vegetarian", requested_by=ALICE)  # facts changed: re-merge
     again = await memory.get_memories(GUILD, ALICE)
     assert again is not None and "Ana is vegetarian" in again
