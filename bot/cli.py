@@ -18,7 +18,6 @@ from bot.console import run_console
 from bot.importer import ImportFileError, import_file
 from bot.logging_setup import configure_logging
 from bot.memory.clock import FakeClock
-from bot.memory.export import member_markdown
 from bot.settings import ConfigError, Settings, load_settings
 from db.engine import create_engine
 from db.migrate import upgrade
@@ -177,8 +176,7 @@ async def export(guild_id: int, user_id: int) -> None:
     settings = _settings()
     await _migrate(settings)
     async with open_app(settings) as app:
-        name = await app.memory.names.name(guild_id, user_id)
-        click.echo(await member_markdown(app.memory.sessions, guild_id, user_id, name), nl=False)
+        click.echo(await app.memory.export(guild_id, user_id), nl=False)
 
 
 @main.command()

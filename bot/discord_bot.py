@@ -42,9 +42,15 @@ class ElefantBot(commands.Bot):
 
     async def setup_hook(self) -> None:
         """Load the Cogs and sync slash commands (to the development guild when one is set)."""
+        from bot.cogs.admin import AdminCommands
         from bot.cogs.listener import Listener
+        from bot.cogs.memory import MemoryCommands
+        from bot.cogs.replies import on_app_command_error
 
         await self.add_cog(Listener(self))
+        await self.add_cog(MemoryCommands(self))
+        await self.add_cog(AdminCommands(self))
+        self.tree.on_error = on_app_command_error  # type: ignore[method-assign]
         if not self._sync_commands:
             return
         if self.settings.dev_guild_id:

@@ -100,6 +100,19 @@ async def _delete_channel(session: AsyncSession, guild_id: int, channel_id: int)
     return counts
 
 
+def drop_channel_summaries(*, guild_id: int, channel_id: int) -> Deletion:
+    """Bind it to its target; run it with a session."""
+    return lambda session: _drop_channel_summaries(session, guild_id, channel_id)
+
+
+async def _drop_channel_summaries(session: AsyncSession, guild_id: int, channel_id: int) -> Counter[str]:
+    """The summaries of every day a channel has messages (its privacy changed; its messages stay)."""
+    counts: Counter[str] = Counter()
+    where = and_(ChatMessage.guild_id == guild_id, ChatMessage.channel_id == channel_id)
+    await _drop_summaries_of(session, guild_id, await _days(session, where), counts)
+    return counts
+
+
 def delete_before(*, guild_id: int, before: datetime) -> Deletion:
     """Bind the deletion to its target; run it with a session."""
     return lambda session: _delete_before(session, guild_id, before)

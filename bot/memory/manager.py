@@ -14,9 +14,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.llm.client import LLM
 from bot.memory.caches import CacheReport
-from bot.memory.channels import ChannelScopes
+from bot.memory.channels import ChannelScopes, Mode
 from bot.memory.clock import Clock
 from bot.memory.context import ContextBuilder
+from bot.memory.export import member_markdown
 from bot.memory.facts import FactChange, FactsModel, FactsStore, Revision
 from bot.memory.facts_llm import LLMFactsModel
 from bot.memory.ingest import WriteBehindQueue
@@ -162,6 +163,13 @@ class MemoryManager:
             reports["merged context"] = self._context.cache_report()
         return reports
 
+    async def export(self, guild_id: int, user_id: int) -> str:
+        """Everything kept about a member as Markdown, names rendered (a file for them to keep, no pings)."""
+        await self.flush()
+        name = await self.names.name(guild_id, user_id)
+        text = await member_markdown(self.sessions, guild_id, user_id, name)
+        return await self.names.render_mentions(guild_id, text, at=False)
+
     async def apply_retention(self) -> Counter[str]:
         """Delete messages older than RETENTION_DAYS in every guild (0 keeps everything); rows per table."""
         total: Counter[str] = Counter()
@@ -174,6 +182,19 @@ class MemoryManager:
         for guild_id in guilds:
             total += await self.purge_before(guild_id, cutoff)
         return total
+
+    def zone(self, guild_id: int) -> str:
+        """The guild's time zone: its own setting, else DEFAULT_TIMEZONE."""
+        return self.summaries.zone(guild_id) if self.summaries is not None else self.settings.default_timezone
+
+    async def set_channel_mode(self, guild_id: int, channel_id: int, mode: Mode) -> Counter[str]:
+        """Include, exclude or auto-scope a channel; summaries that saw it under the old rule are dropped."""
+        was_shared = self.channels.shared(guild_id, channel_id)
+        await self.channels.set_mode(guild_id, channel_id, mode)
+        if self.channels.shared(guild_id, channel_id) == was_shared:
+            return Counter()
+        return await self._delete(guild_id, None, deletion.drop_channel_summaries(guild_id=guild_id,
+                                                                                  channel_id=channel_id))
 
     async def set_timezone(self, guild_id: int, zone: str) -> None:
         """A guild's own time zone for its days (an IANA name, validated); caches of the guild are dropped."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -19,7 +20,7 @@ from bot.llm.resilience import ResilientProvider
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from db.models import DailySummary, UserOptOut
-from tests.factories import ALICE, BOB, GUILD, message
+from tests.factories import ALICE, BOB, CHANNEL, GUILD, message
 from tests.gemini_stub import GeminiStub, error
 from tests.model_doubles import RefuseOffline, scripted_model
 
@@ -223,3 +224,19 @@ async def test_a_guild_time_zone_moves_its_day_boundaries(make, stub):
     assert fresh.summaries is not None and fresh.summaries.zone(GUILD) == "Asia/Tokyo"
     with pytest.raises(zoneinfo.ZoneInfoNotFoundError):
         await memory.set_timezone(GUILD, "Mars/Olympus")
+
+
+async def test_excluding_a_channel_drops_the_summaries_that_saw_it(make, stub):
+    memory = await make()
+    yesterday = NOON - timedelta(days=1)
+    side = CHANNEL + 7
+    await memory.ingest_message(message("the launch date is March 3", channel=side, at=yesterday))
+    await memory.ingest_message(message("hello all", at=yesterday + timedelta(minutes=1)))
+    await memory.flush()
+    assert memory.summaries is not None
+    assert "launch date" in (await memory.summaries.past_day(GUILD, yesterday.date()))[ALICE]
+    dropped = await memory.set_channel_mode(GUILD, side, "exclude")
+    assert dropped["daily_summaries"] == 1
+    again = await memory.summaries.past_day(GUILD, yesterday.date())  # rebuilt without the channel
+    assert "launch date" not in again[ALICE] and "hello all" in again[ALICE] and daily_calls(stub) == 2
+    assert await memory.set_channel_mode(GUILD, side, "exclude") == Counter()  # no change, nothing dropped

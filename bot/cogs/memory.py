@@ -1,0 +1,128 @@
+"""`/memory`: what the bot keeps about you — see it, export it, stop it, delete it. Every answer is private.
+
+Admins (Manage Server) may also look at other members with `show`, `export` and `history`; everything
+that changes other people's memory lives in `/memory-admin`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.cogs.replies import Confirm, answer, deleted, markdown_file, self_or_admin
+
+if TYPE_CHECKING:
+    from bot.discord_bot import ElefantBot
+    from bot.memory.facts import Revision
+    from bot.memory.manager import MemoryManager
+
+REVISIONS_SHOWN = 15
+
+
+def revision_lines(revisions: list[Revision], names: dict[int, str], texts: list[str]) -> list[str]:
+    """One line per revision (its text with names rendered), newest first, each short enough to scan."""
+    lines = []
+    for r, full in zip(revisions, texts, strict=True):
+        who = names.get(r.requested_by, "a deleted member") if r.requested_by else "a deleted member"
+        text = full if len(full) <= 160 else full[:157] + "…"
+        lines.append(f"`#{r.id}` {r.at:%Y-%m-%d %H:%M} UTC · {r.op} · asked by {who}: {text or '*(empty)*'}")
+    return lines
+
+
+@app_commands.guild_only()
+class MemoryCommands(commands.GroupCog, group_name="memory", group_description="What Elefant remembers about you"):
+    """The member-facing group: anyone may use it on themselves."""
+
+    def __init__(self, bot: ElefantBot) -> None:
+        self.bot = bot
+        super().__init__()
+
+    @property
+    def memory(self) -> MemoryManager:
+        return self.bot.memory
+
+    @app_commands.command(name="show", description="What I know about you (admins: about anyone)")
+    @app_commands.describe(user="Admins only: someone else")
+    async def show(self, interaction: discord.Interaction, user: discord.Member | None = None) -> None:
+        """Facts, then the context the bot would use now (which may need the model: defer first)."""
+        assert interaction.guild_id is not None
+        subject = self_or_admin(interaction, user)
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        facts = await self.memory.facts(interaction.guild_id, subject.id)
+        context = await self.memory.describe(interaction.guild_id, subject.id)
+        if facts is None and context is None:
+            await answer(interaction, f"I don't remember anything about {subject.display_name} here yet.")
+            return
+        facts_text = await self.memory.names.render_mentions(interaction.guild_id, facts, at=False) if facts else None
+        await answer(interaction, f"**Facts about {subject.display_name}**\n{facts_text or '*none*'}\n\n"
+                                  f"**What I would use when talking with them now**\n{context or '*nothing*'}")
+
+    @app_commands.command(name="history", description="Every change to the facts about you (admins: about anyone)")
+    @app_commands.describe(user="Admins only: someone else")
+    async def history(self, interaction: discord.Interaction, user: discord.Member | None = None) -> None:
+        """The newest revisions; `/memory-admin revert` takes their numbers."""
+        assert interaction.guild_id is not None
+        subject = self_or_admin(interaction, user)
+        revisions = await self.memory.fact_history(interaction.guild_id, subject.id, limit=REVISIONS_SHOWN)
+        if not revisions:
+            await answer(interaction, f"No facts about {subject.display_name} have been stored or changed here.")
+            return
+        names = await self.memory.names.names(interaction.guild_id, {r.requested_by for r in revisions})
+        texts = [await self.memory.names.render_mentions(interaction.guild_id, r.new_blob, at=False)
+                 for r in revisions]
+        header = f"**Changes to the facts about {subject.display_name}** (newest first)"
+        await answer(interaction, "\n".join([header, *revision_lines(revisions, names, texts)]))
+
+    @app_commands.command(name="export", description="Download what I keep about you as a Markdown file")
+    @app_commands.describe(user="Admins only: someone else")
+    async def export(self, interaction: discord.Interaction, user: discord.Member | None = None) -> None:
+        """Facts, every revision and every summary about the member, as an attachment."""
+        assert interaction.guild_id is not None
+        subject = self_or_admin(interaction, user)
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        text = await self.memory.export(interaction.guild_id, subject.id)
+        await answer(interaction, f"Here is everything I keep about {subject.display_name} in this server.",
+                     file=markdown_file(text, f"elefant-{interaction.guild_id}-{subject.id}.md"))
+
+    @app_commands.command(name="optout", description="Stop storing your messages in this server")
+    async def optout(self, interaction: discord.Interaction) -> None:
+        """Stops at once; then offers to delete what is already stored."""
+        assert interaction.guild_id is not None
+        guild_id, user_id = interaction.guild_id, interaction.user.id
+        await self.memory.opt_out(guild_id, user_id, delete_stored=False)
+
+        async def delete_stored() -> str:
+            counts = await self.memory.forget_member(guild_id, user_id)
+            return f"Deleted {deleted(counts)}. I no longer store your messages here (/memory optin undoes that)."
+
+        view = Confirm(user_id, delete_stored, yes="Delete what you kept", no="Keep it",
+                       declined="Kept what was stored. New messages of yours are not stored (/memory optin undoes "
+                                "that).")
+        await answer(interaction, "From now on I don't store your messages in this server. Shall I also delete "
+                                  "what I already keep about you (messages, facts, summaries)?", view=view)
+
+    @app_commands.command(name="optin", description="Store your messages again (after optout)")
+    async def optin(self, interaction: discord.Interaction) -> None:
+        """Reverses optout; nothing deleted comes back."""
+        assert interaction.guild_id is not None
+        await self.memory.opt_in(interaction.guild_id, interaction.user.id)
+        await answer(interaction, "Welcome back: I store your messages in this server again.")
+
+    @app_commands.command(name="forget-me", description="Delete everything I keep about you in this server")
+    async def forget_me(self, interaction: discord.Interaction) -> None:
+        """After a confirmation button: every table and cache; reports the rows deleted."""
+        assert interaction.guild_id is not None
+        guild_id, user_id = interaction.guild_id, interaction.user.id
+
+        async def forget() -> str:
+            counts = await self.memory.forget_member(guild_id, user_id)
+            return (f"Done. Deleted {deleted(counts)}. New messages will be remembered again; "
+                    "/memory optout stops that.")
+
+        view = Confirm(user_id, forget, yes="Delete everything", no="Cancel")
+        await answer(interaction, "This deletes your stored messages, the facts about you and their history, and "
+                                  "the summaries about you in this server. It cannot be undone. Go ahead?",
+                     view=view)
