@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 import discord
+from sqlalchemy import func, select
 
 from bot.app import open_app, run_discord
 from bot.console import run_console
@@ -19,8 +20,10 @@ from bot.importer import ImportFileError, import_file
 from bot.logging_setup import configure_logging
 from bot.memory.clock import FakeClock
 from bot.settings import ConfigError, Settings, load_settings
+from db.deletion import rows_in_words
 from db.engine import create_engine
 from db.migrate import upgrade
+from db.models import ChatMessage
 from db.stats import guild_stats
 
 
@@ -97,7 +100,16 @@ async def context(guild_id: int, user_id: int, at: datetime | None) -> None:
     clock = FakeClock(when) if when else None
     async with open_app(settings.model_copy(update={"memory_wait_seconds": 600}), clock=clock) as app:
         known = await app.memory.get_memories(guild_id, user_id, now=when)
-    click.echo(known if known else f"(nothing is known about {user_id} in guild {guild_id})")
+        if not known:
+            async with app.memory.sessions() as session:
+                last = await session.scalar(select(func.max(ChatMessage.timestamp)).where(
+                    ChatMessage.guild_id == guild_id, ChatMessage.user_id == user_id))
+    if known:
+        click.echo(known)
+        return
+    # Memory covers the last week; an imported export is usually older, so say where to look.
+    hint = f"; their last stored message is from {last:%Y-%m-%d}: try --at {last:%Y-%m-%dT%H:%M:%S}" if last else ""
+    click.echo(f"(nothing is known about {user_id} in guild {guild_id} at that time{hint})")
 
 
 @main.command(name="import")
@@ -164,7 +176,7 @@ async def purge(*, guild_id: int, user_id: int | None, channel_id: int | None, b
             counts = await memory.purge_before(guild_id, before.replace(tzinfo=UTC))
         else:
             counts = await memory.purge_guild(guild_id)
-    click.echo("Deleted: " + (", ".join(f"{n} {table}" for table, n in sorted(counts.items()) if n) or "nothing"))
+    click.echo(f"Deleted: {rows_in_words(counts)}.")
 
 
 @main.command()

@@ -17,10 +17,11 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.cogs.replies import Confirm, answer, deleted, require_admin
+from bot.cogs.replies import Confirm, answer, require_admin
 from bot.memory.caches import CacheReport
 from bot.memory.clock import day_bounds
 from bot.memory.facts import RevisionNotFoundError
+from db.deletion import rows_in_words
 from db.stats import guild_stats
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ class AdminCommands(commands.GroupCog, group_name="memory-admin",
     async def _confirm_purge(self, interaction: discord.Interaction, what: str,
                              work: Callable[[], Awaitable[Counter[str]]]) -> None:
         async def run() -> str:
-            return f"Deleted {what}: {deleted(await work())}."
+            return f"Deleted {what}: {rows_in_words(await work())}."
 
         view = Confirm(interaction.user.id, run, yes="Delete", no="Cancel")
         await answer(interaction, f"Delete {what}? This removes the messages and every summary built from them, "
@@ -166,7 +167,7 @@ class AdminCommands(commands.GroupCog, group_name="memory-admin",
                       mode: Literal["include", "exclude", "auto"]) -> None:
         assert interaction.guild_id is not None
         dropped = await self.memory.set_channel_mode(interaction.guild_id, channel.id, mode)
-        note = f" Dropped {deleted(dropped)} built under the old rule; they are rebuilt when needed." if dropped else ""
+        note = f" Dropped {rows_in_words(dropped)} built under the old rule; rebuilt when needed." if dropped else ""
         await answer(interaction, f"#{channel.name} is now **{mode}**: {CHANNEL_MODES[mode]}.{note}")
 
     @app_commands.command(name="timezone", description="The server's time zone, which decides where days begin")

@@ -12,7 +12,8 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.cogs.replies import Confirm, answer, deleted, markdown_file, self_or_admin
+from bot.cogs.replies import Confirm, answer, markdown_file, self_or_admin
+from db.deletion import rows_in_words
 
 if TYPE_CHECKING:
     from bot.discord_bot import ElefantBot
@@ -96,7 +97,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
 
         async def delete_stored() -> str:
             counts = await self.memory.forget_member(guild_id, user_id)
-            return f"Deleted {deleted(counts)}. I no longer store your messages here (/memory optin undoes that)."
+            return f"Deleted {rows_in_words(counts)}. I no longer store your messages here (/memory optin undoes that)."
 
         view = Confirm(user_id, delete_stored, yes="Delete what you kept", no="Keep it",
                        declined="Kept what was stored. New messages of yours are not stored (/memory optin undoes "
@@ -119,7 +120,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
 
         async def forget() -> str:
             counts = await self.memory.forget_member(guild_id, user_id)
-            return (f"Done. Deleted {deleted(counts)}. New messages will be remembered again; "
+            return (f"Done. Deleted {rows_in_words(counts)}. New messages will be remembered again; "
                     "/memory optout stops that.")
 
         view = Confirm(user_id, forget, yes="Delete everything", no="Cancel")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import logging
-from collections import Counter
 from collections.abc import Awaitable, Callable
 
 import discord
@@ -66,17 +65,6 @@ async def answer(interaction: discord.Interaction, text: str, *, file: discord.F
 def markdown_file(text: str, filename: str) -> discord.File:
     """A text attachment (exports are files: they can be long, and members keep them)."""
     return discord.File(io.BytesIO(text.encode()), filename=filename)
-
-
-def deleted(counts: Counter[str]) -> str:
-    """'12 messages, 1 facts entry, …' from the rows a deletion reports, in words."""
-    words = {"chat_history": "messages", "user_facts": "facts entries", "fact_revisions": "fact revisions",
-             "daily_summaries": "daily summaries", "historical_summaries": "weekly histories",
-             "member_names": "names", "fact_revisions_unattributed": "revisions no longer attributed",
-             "llm_calls": "usage records", "channel_privacy": "channel settings", "guild_settings": "settings",
-             "user_optouts": "opt-outs"}
-    parts = [f"{n:,} {words.get(table, table.replace('_', ' '))}" for table, n in sorted(counts.items()) if n]
-    return ", ".join(parts) if parts else "nothing (no rows matched)"
 
 
 class Confirm(discord.ui.View):

@@ -35,10 +35,14 @@ def trim_to_chars(text: str, max_chars: int, *, keep: str = "start") -> str:
         size += extra
     if kept:
         return " ".join(kept if keep == "start" else reversed(kept))
-    cut = text[:max_chars] if keep == "start" else text[-max_chars:]
-    if keep == "start" and " " in cut:
-        cut = cut.rsplit(" ", 1)[0]
-    return cut.strip()
+    if max_chars < 2:
+        return ""
+    # No whole sentence fits: cut at a word boundary and mark the cut, so no reader takes "p to" for a word.
+    if keep == "start":
+        cut = text[: max_chars - 1]
+        return (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip() + "…"
+    cut = text[-(max_chars - 1):]
+    return "…" + (cut.split(" ", 1)[1] if " " in cut else cut).lstrip()
 
 
 def trim_to_tokens(text: str, max_tokens: int, *, keep: str = "start") -> str:
