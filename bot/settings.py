@@ -62,6 +62,7 @@ class Settings(BaseSettings):
     chat_window_tokens: int = Field(default=1500, ge=100)
     history_mode: Literal["summary", "daily"] = "summary"
     daily_input_tokens: int = Field(default=200_000, ge=1000)
+    recall_half_life_days: float = Field(default=30.0, ge=0)
 
     ingest_batch_rows: int = Field(default=1000, ge=1)
     ingest_flush_ms: int = Field(default=500, ge=1)

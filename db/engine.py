@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,10 @@ def tune_sqlite(dbapi_connection: Any, _record: object) -> None:
         "PRAGMA wal_autocheckpoint=10000",
     ):
         cursor.execute(pragma)
+    try:
+        cursor.execute("SELECT exp(0.0)")  # recall ranking; SQLite builds without math functions lack it
+    except Exception:  # noqa: BLE001 - the driver's OperationalError, whichever driver wraps it
+        dbapi_connection.create_function("exp", 1, math.exp, deterministic=True)
     cursor.close()
 
 

@@ -22,6 +22,7 @@ from bot.memory.facts import FactChange, FactsModel, FactsStore, Revision
 from bot.memory.facts_llm import LLMFactsModel
 from bot.memory.ingest import WriteBehindQueue
 from bot.memory.names import NameDirectory
+from bot.memory.recall import Hit, Recall
 from bot.memory.summaries import Summaries
 from bot.memory.types import IncomingMessage, MessageDelete, MessageEdit
 from bot.memory.window import ChannelWindow
@@ -71,6 +72,7 @@ class MemoryManager:
             max_queue=settings.ingest_queue_max,
         )
         self._optouts: set[tuple[int, int]] = set()
+        self._recall = Recall(self.sessions, half_life_days=settings.recall_half_life_days)
 
     async def start(self) -> None:
         """Load what ingestion needs to decide (opt-outs) and start the write-behind worker."""
@@ -151,6 +153,16 @@ class MemoryManager:
         """Everything the bot would tell about a member, names rendered, nothing that pings."""
         known = await self.get_memories(guild_id, user_id)
         return await self.names.render_mentions(guild_id, known, at=False) if known else None
+
+    async def recall(
+        self, guild_id: int, query: str, *, user_id: int | None = None, since: datetime | None = None,
+        until: datetime | None = None, limit: int = 10, channel_id: int | None = None, now: datetime | None = None,
+        drop_terms: set[str] | None = None,
+    ) -> list[Hit]:
+        """Messages and daily summaries matching `query`, best first (relevance × decay); asked in `channel_id`."""
+        return await self._recall.recall(guild_id, query, now=now or self.clock.now(), zone=self.zone(guild_id),
+                                         user_id=user_id, since=since, until=until, limit=limit,
+                                         channel_id=channel_id, drop_terms=drop_terms)
 
     def cache_reports(self) -> dict[str, CacheReport]:
         """Hits, misses and size of every cache in front of SQL and the model, by name."""

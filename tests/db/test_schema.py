@@ -12,14 +12,29 @@ from sqlalchemy.engine import make_url
 
 from db.engine import create_engine
 from db.models import Base
+from db.recall import SEARCH_COLUMN, SEARCH_TABLE_PREFIXES
+
+
+def is_modelled(name: str | None, kind: str, _parent: object = None) -> bool:
+    """False for the search objects each database implements its own way (FTS5 tables, tsvector columns)."""
+    name = name or ""
+    if kind == "table":
+        return not name.startswith(SEARCH_TABLE_PREFIXES)
+    if kind == "column":
+        return name != SEARCH_COLUMN
+    if kind == "index":
+        return not name.endswith("_" + SEARCH_COLUMN)
+    return True
 
 
 def _describe(connection: Connection) -> dict[str, Any]:
     inspector = inspect(connection)
     schema: dict[str, Any] = {}
-    for table in sorted(inspector.get_table_names()):
+    for table in sorted(t for t in inspector.get_table_names() if is_modelled(t, "table")):
         columns = {}
         for col in inspector.get_columns(table):
+            if not is_modelled(col["name"], "column"):
+                continue
             generic = type(col["type"].as_generic()).__name__
             # Surrogate keys are INTEGER on SQLite by design (it only auto-fills INTEGER PRIMARY KEY).
             if col["name"] == "id" and generic in {"Integer", "BigInteger"}:
@@ -31,14 +46,14 @@ def _describe(connection: Connection) -> dict[str, Any]:
             "indexes": sorted((i["name"], tuple(i["column_names"]), bool(i["unique"]))
                               for i in inspector.get_indexes(table)
                               # PostgreSQL also lists the index behind each unique constraint.
-                              if not i.get("duplicates_constraint")),
+                              if not i.get("duplicates_constraint") and is_modelled(i["name"], "index")),
             "unique": sorted(tuple(u["column_names"]) for u in inspector.get_unique_constraints(table)),
         }
     return schema
 
 
 def _model_diff(connection: Connection) -> list[Any]:
-    context = MigrationContext.configure(connection, opts={"compare_type": True})
+    context = MigrationContext.configure(connection, opts={"compare_type": True, "include_name": is_modelled})
     return compare_metadata(context, Base.metadata)
 
 

@@ -1,0 +1,155 @@
+"""Recall: find what was said (messages) and what was summarised (daily summaries) long ago.
+
+Two stages. The database's own full-text engine (FTS5 bm25 / PostgreSQL ts_rank, × decay) picks a pool of
+candidates, POOL_FACTOR × as many as asked for. Then every candidate is scored here, the same way on both
+databases: BM25 over the pool (Snowball stems, as PostgreSQL's 'english' configuration uses), divided by the
+pool's best, × temporal decay with a half-life (RECALL_HALF_LIFE_DAYS: a 7-day-old hit weighs ≈ 0.85, a
+30-day-old ≈ 0.5 at the default 30). ts_rank has no notion of how rare a word is, so without the second
+stage PostgreSQL would rank "trip" as high as "decided" and disagree with SQLite. There is no minimum
+score: an old but relevant hit beats nothing, and the decay already puts it below newer equal ones.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Literal
+from zoneinfo import ZoneInfo
+
+import snowballstemmer
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from db import recall as store
+from db.recall import decay_rate
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Question scaffolding and time words: they say *that* something is asked about the past, not *what*.
+STOPWORDS = frozenset("""
+a about above after again against ago all also am an and any anybody anyone are as at be because been before
+being below between both but by can could day days did do does doing done down during each else ever few for
+from further had has have having he her here hers herself him himself his how i if in into is it its itself
+just know last me mention mentioned month months more most my myself no nor not now of off on once only or
+other our ours ourselves out over own recall remember said same say says she should so some somebody someone
+such talk talked tell than that the their theirs them themselves then there these they this those through
+time to today told too under until up us very was we week weeks were what when where which while who whom why
+will with would year years yesterday you your yours yourself yourselves
+""".split())  # noqa: SIM905 - a word list reads better as text
+MAX_TERMS = 8
+POOL_FACTOR = 4
+MIN_POOL = 40
+K1, B = 1.2, 0.75  # the usual BM25 constants
+_STEMMER = snowballstemmer.stemmer("english")
+FAR_PAST = datetime(1970, 1, 1, tzinfo=UTC)
+FAR_FUTURE = datetime(9999, 1, 1, tzinfo=UTC)
+
+
+def query_terms(query: str, *, drop: set[str] | None = None) -> list[str]:
+    """Content words of a question, lowercased, de-duplicated, in order; at most MAX_TERMS."""
+    seen: list[str] = []
+    for word in _WORD.findall(query.lower()):
+        if len(word) > 1 and word not in STOPWORDS and word not in (drop or set()) and word not in seen:
+            seen.append(word)
+    return seen[:MAX_TERMS]
+
+
+def bm25_scores(terms: list[str], texts: list[str]) -> list[float]:
+    """BM25 of each text for the terms, with document frequencies taken from `texts` themselves (the pool)."""
+    stems = set(_STEMMER.stemWords(terms))
+    docs = [Counter(_STEMMER.stemWords(_WORD.findall(t.lower()))) for t in texts]
+    if not docs:
+        return []
+    avg = sum(sum(d.values()) for d in docs) / len(docs) or 1.0
+    df = {s: sum(1 for d in docs if s in d) for s in stems}
+    idf = {s: math.log(1 + (len(docs) - n + 0.5) / (n + 0.5)) for s, n in df.items()}
+    scores = []
+    for doc in docs:
+        length = sum(doc.values())
+        scores.append(sum(idf[s] * doc[s] * (K1 + 1) / (doc[s] + K1 * (1 - B + B * length / avg))
+                          for s in stems if doc[s]))
+    return scores
+
+
+def relative_age(then: datetime, now: datetime) -> str:
+    """'today', 'yesterday', '5 days ago', '3 weeks ago', '2 months ago', '1 year ago'."""
+    days = (now.date() - then.date()).days
+    if days <= 0:
+        return "today"
+    if days == 1:
+        return "yesterday"
+    for limit, size, unit in ((14, 1, "day"), (60, 7, "week"), (365, 30, "month")):
+        if days < limit:
+            n = days // size
+            return f"{n} {unit}{'s' if n != 1 else ''} ago"
+    years = days // 365
+    return f"{years} year{'s' if years != 1 else ''} ago"
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One recalled item: a message (with a jump link) or a member's daily summary."""
+
+    kind: Literal["message", "summary"]
+    guild_id: int
+    user_id: int
+    text: str
+    at: datetime
+    score: float
+    channel_id: int | None = None
+    message_id: int | None = None
+
+    @property
+    def jump_url(self) -> str | None:
+        """Discord's link to the message, or None for a summary."""
+        if self.message_id is None:
+            return None
+        return f"https://discord.com/channels/{self.guild_id}/{self.channel_id}/{self.message_id}"
+
+    def label(self, now: datetime, zone: str) -> str:
+        """'2026-10-03, 7 weeks ago' in the guild's time zone."""
+        local, today = self.at.astimezone(ZoneInfo(zone)), now.astimezone(ZoneInfo(zone))
+        return f"{local:%Y-%m-%d}, {relative_age(local, today)}"
+
+
+class Recall:
+    """Full-text recall with temporal decay over one database, either dialect."""
+
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], *, half_life_days: float) -> None:
+        self._sessions = sessions
+        self.half_life_days = half_life_days
+
+    async def recall(
+        self, guild_id: int, query: str, *, now: datetime, zone: str = "UTC", user_id: int | None = None,
+        since: datetime | None = None, until: datetime | None = None, limit: int = 10,
+        channel_id: int | None = None, drop_terms: set[str] | None = None,
+    ) -> list[Hit]:
+        """The best `limit` hits for `query`; `channel_id` is where it is asked (its own channel may be private)."""
+        terms = query_terms(query, drop=drop_terms)
+        if not terms or limit <= 0:
+            return []
+        since, until = since or FAR_PAST, until or FAR_FUTURE
+        pool = max(limit * POOL_FACTOR, MIN_POOL)
+        tz = ZoneInfo(zone)
+        async with self._sessions() as session:
+            messages = await store.search_messages(
+                session, guild_id, terms, user_id=user_id, since=since, until=until, now=now,
+                half_life_days=self.half_life_days, here=channel_id, limit=pool)
+            summaries = await store.search_summaries(
+                session, guild_id, terms, user_id=user_id, since=since.astimezone(tz).date(),
+                until=(until.astimezone(tz) + timedelta(days=1)).date() if until < FAR_FUTURE else date.max,
+                today=now.astimezone(tz).date(), half_life_days=self.half_life_days, limit=pool)
+        rate = decay_rate(self.half_life_days)
+        hits = [Hit("message", guild_id, m.user_id, m.text, m.at, 0.0, m.channel_id, m.message_id) for m in messages]
+        days = [Hit("summary", guild_id, s.user_id, s.text, datetime.combine(s.day, time(12), tz).astimezone(UTC), 0.0)
+                for s in summaries]
+        scored: list[Hit] = []
+        for pool in (hits, days):  # each kind on its own scale, so they compete fairly
+            relevance = bm25_scores(terms, [h.text for h in pool])
+            best = max(relevance, default=0.0) or 1.0
+            for hit, r in zip(pool, relevance, strict=True):
+                age = max(0.0, (now - hit.at).total_seconds() / 86400)
+                scored.append(replace(hit, score=r / best * math.exp(-rate * age)))
+        scored.sort(key=lambda h: (-round(h.score, 9), -h.at.timestamp(), h.message_id or 0))
+        return scored[:limit]

@@ -1,0 +1,147 @@
+"""Full-text recall queries: FTS5 (bm25) on SQLite, tsvector (ts_rank) on PostgreSQL, one result shape.
+
+Relevance × temporal decay is computed in SQL, so the candidates a caller sees are already the best by the
+final rule, whatever the number of matches. Privacy filters are part of the query: opted-out members, and
+channels that do not feed guild-wide memory unless the question is asked in that very channel.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import date, datetime
+
+from sqlalchemy import BigInteger, Date, Float, Integer, String, bindparam, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from db.types import UTCDateTime
+
+# Objects the migrations create for search that the models deliberately do not describe.
+SEARCH_TABLE_PREFIXES = ("chat_fts", "summary_fts")
+SEARCH_COLUMN = "search"
+
+_NOT_SHARED = """SELECT channel_id FROM channel_privacy WHERE guild_id = :guild_id
+    AND (mode = 'exclude' OR (mode = 'auto' AND is_private))"""
+_OPTED_OUT = "SELECT user_id FROM user_optouts WHERE guild_id = :guild_id"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRow:
+    message_id: int
+    channel_id: int
+    user_id: int
+    text: str
+    at: datetime
+    relevance: float
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRow:
+    user_id: int
+    day: date
+    text: str
+    relevance: float
+    score: float
+
+
+def decay_rate(half_life_days: float) -> float:
+    """Per-day exponent rate: weight = exp(-rate × age_days) halves every `half_life_days` (0: no decay)."""
+    return math.log(2) / half_life_days if half_life_days > 0 else 0.0
+
+
+def fts5_match(guild_id: int, terms: list[str], user_id: int | None) -> str:
+    """An FTS5 query: the guild (and member) scope AND any of the terms (already plain \\w+ words)."""
+    scope = f"scope:g{guild_id}" + (f" AND scope:u{user_id}" if user_id is not None else "")
+    return f"{scope} AND ({' OR '.join(f'body:{chr(34)}{t}{chr(34)}' for t in terms)})"
+
+
+async def search_messages(
+    session: AsyncSession, guild_id: int, terms: list[str], *, user_id: int | None, since: datetime,
+    until: datetime, now: datetime, half_life_days: float, here: int | None, limit: int,
+) -> list[MessageRow]:
+    """The best `limit` messages by relevance × decay."""
+    sqlite = session.bind.dialect.name == "sqlite"  # type: ignore[union-attr]
+    if sqlite:
+        source = "chat_fts JOIN chat_history AS c ON c.message_id = chat_fts.rowid"
+        relevance = "-bm25(chat_fts, 0.0, 1.0)"
+        match = "chat_fts MATCH :match"
+        age = "max(0.0, julianday(:now) - julianday(c.timestamp))"
+    else:
+        source = "chat_history AS c, websearch_to_tsquery('english', :words) AS q(query)"
+        relevance = "ts_rank(c.search, q.query, 1)"
+        match = "c.search @@ q.query" + (" AND c.user_id = :user_id" if user_id is not None else "")
+        age = "greatest(0.0, extract(epoch FROM (:now - c.timestamp)) / 86400.0)"
+    score = f"{relevance} * exp(-:rate * {age})"
+    query = text(f"""
+        SELECT c.message_id, c.channel_id, c.user_id, c.message_text, c.timestamp,
+               {relevance} AS relevance, {score} AS score
+        FROM {source}
+        WHERE {match} AND c.guild_id = :guild_id AND c.timestamp >= :since AND c.timestamp < :until
+          AND c.user_id NOT IN ({_OPTED_OUT})
+          AND (c.channel_id = :here OR c.channel_id NOT IN ({_NOT_SHARED}))
+        ORDER BY score DESC, c.message_id DESC
+        LIMIT :limit
+    """).bindparams(
+        bindparam("since", type_=UTCDateTime()), bindparam("until", type_=UTCDateTime()),
+        bindparam("now", type_=UTCDateTime()), bindparam("rate", type_=Float()),
+        bindparam("guild_id", type_=BigInteger()), bindparam("here", type_=BigInteger()),
+        bindparam("limit", type_=Integer()),
+    ).columns(timestamp=UTCDateTime())
+    params: dict[str, object] = {"guild_id": guild_id, "since": since, "until": until, "now": now,
+                                 "rate": decay_rate(half_life_days), "here": here, "limit": limit}
+    if sqlite:
+        params["match"] = fts5_match(guild_id, terms, user_id)
+        query = query.bindparams(bindparam("match", type_=String()))
+    else:
+        params["words"] = " or ".join(terms)
+        query = query.bindparams(bindparam("words", type_=String()))
+        if user_id is not None:
+            params["user_id"] = user_id
+            query = query.bindparams(bindparam("user_id", type_=BigInteger()))
+    rows = await session.execute(query, params)
+    return [MessageRow(m, c, u, body, ts, float(r), float(s)) for m, c, u, body, ts, r, s in rows]
+
+
+async def search_summaries(
+    session: AsyncSession, guild_id: int, terms: list[str], *, user_id: int | None, since: date, until: date,
+    today: date, half_life_days: float, limit: int,
+) -> list[SummaryRow]:
+    """The best `limit` daily summaries by relevance × decay (age counted in whole days)."""
+    sqlite = session.bind.dialect.name == "sqlite"  # type: ignore[union-attr]
+    if sqlite:
+        source = "summary_fts JOIN daily_summaries AS s ON s.id = summary_fts.rowid"
+        relevance = "-bm25(summary_fts, 0.0, 1.0)"
+        match = "summary_fts MATCH :match"
+        age = "max(0.0, julianday(:today) - julianday(s.day))"
+    else:
+        source = "daily_summaries AS s, websearch_to_tsquery('english', :words) AS q(query)"
+        relevance = "ts_rank(s.search, q.query, 1)"
+        match = "s.search @@ q.query" + (" AND s.user_id = :user_id" if user_id is not None else "")
+        age = "greatest(0, :today - s.day)"
+    query = text(f"""
+        SELECT s.user_id, s.day, s.summary, {relevance} AS relevance, {relevance} * exp(-:rate * {age}) AS score
+        FROM {source}
+        WHERE {match} AND s.guild_id = :guild_id AND s.day >= :since AND s.day < :until AND s.summary != ''
+          AND s.user_id NOT IN ({_OPTED_OUT})
+        ORDER BY score DESC, s.day DESC, s.user_id
+        LIMIT :limit
+    """).bindparams(
+        bindparam("since", type_=Date()), bindparam("until", type_=Date()), bindparam("today", type_=Date()),
+        bindparam("rate", type_=Float()), bindparam("guild_id", type_=BigInteger()),
+        bindparam("limit", type_=Integer()),
+    ).columns(day=Date())
+    params: dict[str, object] = {"guild_id": guild_id, "since": since, "until": until, "today": today,
+                                 "rate": decay_rate(half_life_days), "limit": limit}
+    if sqlite:
+        params["match"] = fts5_match(guild_id, terms, user_id)
+        query = query.bindparams(bindparam("match", type_=String()))
+    else:
+        params["words"] = " or ".join(terms)
+        query = query.bindparams(bindparam("words", type_=String()))
+        if user_id is not None:
+            params["user_id"] = user_id
+            query = query.bindparams(bindparam("user_id", type_=BigInteger()))
+    rows = await session.execute(query, params)
+    return [SummaryRow(u, d if isinstance(d, date) else date.fromisoformat(str(d)), body, float(r), float(s))
+            for u, d, body, r, s in rows]

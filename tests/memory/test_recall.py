@@ -1,0 +1,193 @@
+"""Recall search on SQLite (FTS5) and PostgreSQL (tsvector): same top hits, decay, sync, privacy, deletion."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from datetime import date, timedelta
+
+import pytest
+from sqlalchemy import update
+
+from bot.memory.manager import MemoryManager
+from bot.memory.recall import query_terms, relative_age
+from bot.settings import Settings
+from db.engine import create_engine
+from db.recall import decay_rate
+from db.summaries import save_day
+from tests.factories import ALICE, BOB, CHANNEL, GUILD, OTHER_GUILD, T0, message
+from tests.memory.test_facts import AppendingModel
+
+CAROL = 2**60 + 1003
+NOW = T0
+CORPUS = [  # (days ago, author, text)
+    (40, BOB, "My chemistry exam is on the 14th, wish me luck"),
+    (38, ALICE, "We decided: the trip goes to Lisbon in May, train both ways"),
+    (35, CAROL, "Anyone up for climbing on Saturday?"),
+    (20, BOB, "The exam went fine, I think"),
+    (9, ALICE, "Pizza tonight?"),
+    (3, CAROL, "Trip photos from last year are in the drive"),
+    (1, ALICE, "Good morning everyone"),
+]
+
+
+async def fill(memory: MemoryManager, corpus=CORPUS, guild=GUILD) -> dict[str, int]:
+    ids = {}
+    for days, author, text in corpus:
+        msg = message(text, author=author, guild=guild, at=NOW - timedelta(days=days))
+        ids[text] = msg.message_id
+        await memory.ingest_message(msg)
+    await memory.flush()
+    return ids
+
+
+@pytest.fixture
+async def memory(engine, settings):
+    memory = MemoryManager(engine, settings, facts_model=AppendingModel())
+    await memory.start()
+    yield memory
+    await memory.close()
+
+
+def test_query_terms_drop_question_scaffolding():
+    assert query_terms("When did Bob mention his exam?") == ["bob", "exam"]
+    assert query_terms("What did we decide about the trip last month?") == ["decide", "trip"]
+    assert query_terms("what about it?") == []
+
+
+def test_decay_matches_the_half_life():
+    rate = decay_rate(30)
+    assert math.exp(-rate * 7) == pytest.approx(0.85, abs=0.005)
+    assert math.exp(-rate * 30) == pytest.approx(0.5)
+    assert decay_rate(0) == 0.0
+
+
+def test_relative_age_labels():
+    day = T0
+    assert [relative_age(day - timedelta(days=d), day) for d in (0, 1, 5, 21, 75, 800)] == [
+        "today", "yesterday", "5 days ago", "3 weeks ago", "2 months ago", "2 years ago"]
+
+
+async def test_finds_old_answers_labelled_with_links(memory):
+    ids = await fill(memory)
+    hits = await memory.recall(GUILD, "when is Bob's chemistry exam?", now=NOW)
+    assert hits[0].message_id == ids["My chemistry exam is on the 14th, wish me luck"]
+    assert hits[0].jump_url == f"https://discord.com/channels/{GUILD}/{CHANNEL}/{hits[0].message_id}"
+    assert hits[0].label(NOW, "UTC") == f"{(NOW - timedelta(days=40)):%Y-%m-%d}, 5 weeks ago"
+    decided = await memory.recall(GUILD, "What did we decide about the trip?", now=NOW)
+    assert decided[0].text.startswith("We decided: the trip goes to Lisbon")
+    assert await memory.recall(GUILD, "what about it?", now=NOW) == []
+    assert await memory.recall(OTHER_GUILD, "chemistry exam", now=NOW) == []  # guilds never mix
+
+
+async def test_decay_orders_equal_relevance_by_age_but_relevance_still_wins(memory):
+    await fill(memory, [(60, ALICE, "the blue kettle"), (2, BOB, "the blue kettle"), (1, CAROL, "kettle")])
+    hits = {h.user_id: h.score for h in await memory.recall(GUILD, "blue kettle", now=NOW)}
+    assert max(hits, key=hits.__getitem__) == BOB  # the best match, and the newest of the two
+    assert hits[BOB] == pytest.approx(math.exp(-decay_rate(30) * 2))  # relevance 1 (the pool's best) × decay
+    assert hits[ALICE] / hits[BOB] == pytest.approx(math.exp(-decay_rate(30) * 58))  # same text, older
+    assert hits[CAROL] < hits[BOB]  # newer, but "kettle" alone is less relevant
+
+
+async def test_filters_by_member_and_period(memory):
+    await fill(memory)
+    exam = await memory.recall(GUILD, "exam", now=NOW, user_id=ALICE)
+    assert exam == []
+    trip = await memory.recall(GUILD, "trip", now=NOW, since=NOW - timedelta(days=10))
+    assert [h.user_id for h in trip] == [CAROL]
+    old = await memory.recall(GUILD, "trip", now=NOW, until=NOW - timedelta(days=10))
+    assert [h.user_id for h in old] == [ALICE]
+
+
+async def test_edits_and_deletes_are_followed(memory):
+    ids = await fill(memory)
+    pizza = ids["Pizza tonight?"]
+    await memory.ingest_edit(pizza, "Sushi tonight?", NOW - timedelta(days=9) + timedelta(minutes=5))
+    await memory.flush()
+    assert await memory.recall(GUILD, "pizza", now=NOW) == []
+    assert [h.message_id for h in await memory.recall(GUILD, "sushi", now=NOW)] == [pizza]
+    await memory.ingest_delete([pizza])
+    await memory.flush()
+    assert await memory.recall(GUILD, "sushi", now=NOW) == []
+
+
+async def test_purges_and_opt_outs_are_honoured(memory):
+    await fill(memory)
+    await memory.opt_out(GUILD, BOB, delete_stored=False)  # kept, but no longer shown to anyone
+    assert await memory.recall(GUILD, "exam", now=NOW) == []
+    await memory.opt_in(GUILD, BOB)
+    assert len(await memory.recall(GUILD, "exam", now=NOW)) == 2
+    await memory.forget_member(GUILD, BOB)
+    assert await memory.recall(GUILD, "exam", now=NOW) == []
+    await memory.purge_before(GUILD, NOW - timedelta(days=30))
+    assert await memory.recall(GUILD, "Lisbon", now=NOW) == []
+    await memory.purge_guild(GUILD)
+    assert await memory.recall(GUILD, "trip photos", now=NOW) == []
+
+
+async def test_private_channels_are_only_recalled_where_they_are(memory):
+    staff = CHANNEL + 1
+    await memory.channels.observe(GUILD, staff, is_private=True)
+    secret = message("the vault code is 4242", channel=staff, at=NOW - timedelta(days=20))
+    await memory.ingest_message(secret)
+    await memory.flush()
+    assert await memory.recall(GUILD, "vault code", now=NOW, channel_id=CHANNEL) == []
+    assert [h.message_id for h in await memory.recall(GUILD, "vault code", now=NOW, channel_id=staff)] == [
+        secret.message_id]
+
+
+async def test_daily_summaries_are_searched_and_dropped_with_their_day(memory):
+    await fill(memory)
+    day = (NOW - timedelta(days=38)).date()
+    async with memory.sessions() as session, session.begin():
+        await save_day(session, GUILD, day, {ALICE: "Alice settled the Lisbon itinerary."}, model="m", version="1",
+                       at=NOW)
+    hits = await memory.recall(GUILD, "Lisbon itinerary", now=NOW)
+    assert hits[0].kind == "summary" and hits[0].user_id == ALICE and hits[0].at.date() == day
+    async with memory.sessions() as session, session.begin():  # a recomputed summary replaces the text
+        from db.models import DailySummary
+        await session.execute(update(DailySummary).values(summary="Alice went quiet."))
+    assert all(h.kind == "message" for h in await memory.recall(GUILD, "Lisbon itinerary", now=NOW))
+    await memory.forget_member(GUILD, ALICE)
+    assert await memory.recall(GUILD, "quiet", now=NOW) == []
+    assert isinstance(day, date)
+
+
+@pytest.fixture
+async def both(sqlite_template, pg_database, tmp_path):
+    """The same bot on a fresh SQLite file and on the (truncated) PostgreSQL database."""
+    from tests.conftest import _truncate_pg
+
+    path = tmp_path / "copy.db"
+    shutil.copy(sqlite_template, path)
+    await _truncate_pg(pg_database)
+    managers = []
+    for url in (f"sqlite+aiosqlite:///{path}", pg_database):
+        engine = create_engine(url)
+        settings = Settings(_env_file=None, database_url=url, gemini_api_key=None, discord_token=None)
+        memory = MemoryManager(engine, settings, facts_model=AppendingModel())
+        await memory.start()
+        managers.append((memory, engine))
+    yield [m for m, _ in managers]
+    for memory, engine in managers:
+        await memory.close()
+        await engine.dispose()
+
+
+QUESTIONS = [
+    "when is Bob's chemistry exam?", "What did we decide about the trip?", "climbing Saturday",
+    "how did the exam go", "trip photos", "pizza", "morning", "Lisbon train",
+]
+
+
+async def test_same_top_hits_on_sqlite_and_postgresql(both):
+    results = []
+    for memory in both:
+        await fill(memory, [(d, a, t) for d, a, t in CORPUS])
+        texts = []
+        for question in QUESTIONS:
+            texts.append([h.text for h in await memory.recall(GUILD, question, now=NOW, limit=3)])
+        results.append(texts)
+    sqlite, postgresql = results
+    assert all(sqlite)  # every question finds something
+    assert sqlite == postgresql
