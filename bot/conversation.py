@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from bot.memory.names import MENTION
+from bot.memory.recall import query_terms
 
 
 class Route(StrEnum):
@@ -70,6 +71,13 @@ _ABOUT = re.compile(
     r"tell\s+me\s+(?:what\s+you\s+know\s+)?about|who\s+is|who's)\s+(?P<who>.+?)\s*[?.!]*$",
     re.I,
 )
+# Questions about the past: "do you remember when…", "when did Bob mention…", "… last month?"
+_RECALL_LEAD = re.compile(_LEAD + r"(?:do\s+you\s+remember|remember\s+when|can\s+you\s+find|find|search(?:\s+for)?|"
+                          r"look\s+up|recall)\b", re.I)
+_RECALL_QUESTION = re.compile(
+    r"^(?:when|what|who|where|which|how|did|was|were)\b.*\b(?:did|said|say|says|mention(?:ed)?|decided?|agreed?|"
+    r"talk(?:ed)?|told|wrote|post(?:ed)?|shared?|plan(?:ned)?|ago|yesterday|last\s+(?:week|month|year|time))\b",
+    re.I | re.S)
 _FIRST_PERSON = re.compile(r"^(?:i|i'm|i've|i'd|i'll|im|my|me|mine)\b", re.I)
 _SELF = {"me", "myself", "i", "my self"}
 
@@ -95,24 +103,29 @@ async def fast_route(request: Request, names: NameResolver) -> Decision | None:
     """Route the common phrasings deterministically; None means "ask the LLM router"."""
     text = request.text.strip()
     if match := _REMEMBER_THIS.match(text):
-        if request.reply_to_text is None:
-            return None  # "remember that" without a reply to point at: not this phrasing
-        who = match.group("who")
-        if who:
-            subject = await _subject_from_name(request, who, names)
-        else:
-            subject = Decision(Route.REMEMBER, subject_id=request.reply_to_author_id)
-        return Decision(Route.REMEMBER, subject.subject_id, request.reply_to_text.strip(),
-                        subject.candidates, subject.unknown_name, speaker_id=request.reply_to_author_id)
+        return await _remember_this(request, match.group("who"), names)
     if match := _ABOUT.match(text):
         subject = await _subject_from_name(request, match.group("who"), names)
         return Decision(Route.ABOUT, subject.subject_id, None, subject.candidates, subject.unknown_name)
+    searchable = bool(query_terms(MENTION.sub(" ", text)))  # "what did I say?" is about the chat at hand
+    if _RECALL_LEAD.match(text):  # before "remember …": "do you remember when" is a question, not a fact
+        return Decision(Route.RECALL if searchable else Route.CHAT)
     for route, pattern in ((Route.REMEMBER, _REMEMBER), (Route.FORGET, _FORGET)):
         if match := pattern.match(text):
             fact = match.group("fact").strip()
             subject = await _subject_of_fact(request, fact, names)
             return Decision(route, subject.subject_id, fact, subject.candidates, subject.unknown_name)
-    return None
+    return Decision(Route.RECALL) if searchable and _RECALL_QUESTION.match(text) else None
+
+
+async def _remember_this(request: Request, who: str | None, names: NameResolver) -> Decision | None:
+    """ "remember this (about X)" in reply to a message: the replied-to words are the fact."""
+    if request.reply_to_text is None:
+        return None  # "remember that" without a reply to point at: not this phrasing
+    subject = await _subject_from_name(request, who, names) if who else Decision(
+        Route.REMEMBER, subject_id=request.reply_to_author_id)
+    return Decision(Route.REMEMBER, subject.subject_id, request.reply_to_text.strip(),
+                    subject.candidates, subject.unknown_name, speaker_id=request.reply_to_author_id)
 
 
 async def _subject_from_name(request: Request, who: str, names: NameResolver) -> Decision:

@@ -9,7 +9,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from bot import recalling
 from bot.conversation import Decision, Request, Route, fast_route, third_person
+from bot.memory.budget import Section, assemble
 from bot.memory.facts import FactChange
 from bot.memory.manager import MemoryManager
 from bot.memory.names import MENTION
@@ -32,11 +34,13 @@ class Answer:
 class Responder:
     """Routes a request (fast path first, then the LLM router) and carries it out."""
 
-    def __init__(self, memory: MemoryManager, *, router: Router | None, chatter: Chatter, policy: str) -> None:
+    def __init__(self, memory: MemoryManager, *, router: Router | None, chatter: Chatter, policy: str,
+                 recall_chatter: Chatter | None = None) -> None:
         self._memory = memory
         self._router = router
         self._chatter = chatter
         self._policy = policy
+        self._recall_chatter = recall_chatter  # None (no model): recall answers list what was found
 
     async def respond(self, request: Request, *, is_admin: bool = False) -> Answer:
         """Answer one message addressed to the bot."""
@@ -49,11 +53,11 @@ class Responder:
             if not self._allowed(request, decision, is_admin):
                 return Answer("Only the person themselves or an admin can change what I remember about someone.",
                               decision.route)
-            if not (decision.fact or "").strip():
-                return Answer("What should I remember? Try: remember that Ana is vegetarian.", decision.route)
             return await self._change_facts(request, decision)
         if decision.route is Route.ABOUT:
             return Answer(await self._about(request, decision.subject_id), Route.ABOUT)  # type: ignore[arg-type]
+        if decision.route is Route.RECALL:
+            return Answer(await self._recall(request), Route.RECALL)
         return Answer(await self._chatter(request, await self._chat_memory(request)), Route.CHAT)
 
     async def _chat_memory(self, request: Request) -> str | None:
@@ -68,10 +72,28 @@ class Responder:
                 parts.append(f"About {name}: {facts}")
         return "\n".join(parts) or None
 
+    async def _recall(self, request: Request) -> str:
+        """Search the past; with a model, answer from what was found; always cite date, author and link."""
+        now = self._memory.clock.now()
+        hits = await recalling.find(self._memory, request, now=now)
+        if not hits:
+            return "I couldn't find anything about that in what I've kept from this server."
+        sources = [await recalling.cite(self._memory, hit, now) for hit in hits]
+        listed = "\n".join(f"• {line}" for line in sources)
+        if self._recall_chatter is None:
+            return f"Here is what I found:\n{listed}"
+        known = await self._memory.facts(request.guild_id, request.author_id) or ""
+        memory = assemble([Section("Facts", known, guaranteed=True), Section("Recalled", items=sources, share=1.0)],
+                          self._memory.settings.context_token_budget)
+        reply = await self._recall_chatter(request, memory)
+        return f"{reply}\n\nSources:\n" + "\n".join(f"• {line}" for line in sources[:3])
+
     def _allowed(self, request: Request, decision: Decision, is_admin: bool) -> bool:
         return self._policy == "anyone" or is_admin or decision.subject_id == request.author_id
 
     async def _change_facts(self, request: Request, decision: Decision) -> Answer:
+        if not (decision.fact or "").strip():
+            return Answer("What should I remember? Try: remember that Ana is vegetarian.", decision.route)
         subject_id = decision.subject_id
         assert subject_id is not None
         names = self._memory.names

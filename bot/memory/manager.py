@@ -157,12 +157,12 @@ class MemoryManager:
     async def recall(
         self, guild_id: int, query: str, *, user_id: int | None = None, since: datetime | None = None,
         until: datetime | None = None, limit: int = 10, channel_id: int | None = None, now: datetime | None = None,
-        drop_terms: set[str] | None = None,
+        authors: dict[int, set[str]] | None = None,
     ) -> list[Hit]:
         """Messages and daily summaries matching `query`, best first (relevance × decay); asked in `channel_id`."""
         return await self._recall.recall(guild_id, query, now=now or self.clock.now(), zone=self.zone(guild_id),
                                          user_id=user_id, since=since, until=until, limit=limit,
-                                         channel_id=channel_id, drop_terms=drop_terms)
+                                         channel_id=channel_id, authors=authors)
 
     def cache_reports(self) -> dict[str, CacheReport]:
         """Hits, misses and size of every cache in front of SQL and the model, by name."""

@@ -123,33 +123,53 @@ class Recall:
     async def recall(
         self, guild_id: int, query: str, *, now: datetime, zone: str = "UTC", user_id: int | None = None,
         since: datetime | None = None, until: datetime | None = None, limit: int = 10,
-        channel_id: int | None = None, drop_terms: set[str] | None = None,
+        channel_id: int | None = None, authors: dict[int, set[str]] | None = None,
     ) -> list[Hit]:
-        """The best `limit` hits for `query`; `channel_id` is where it is asked (its own channel may be private)."""
-        terms = query_terms(query, drop=drop_terms)
+        """The best `limit` hits for `query`; `channel_id` is where it is asked (its own channel may be private).
+
+        `authors` maps members named in the question to the words that named them: their own messages count
+        as containing those words ("when did Bob mention his exam?" — Bob wrote "my exam", not "Bob").
+        """
+        terms = query_terms(query)
         if not terms or limit <= 0:
             return []
         since, until = since or FAR_PAST, until or FAR_FUTURE
-        pool = max(limit * POOL_FACTOR, MIN_POOL)
+        size = max(limit * POOL_FACTOR, MIN_POOL)
         tz = ZoneInfo(zone)
+        days_since = since.astimezone(tz).date()
+        days_until = (until.astimezone(tz) + timedelta(days=1)).date() if until < FAR_FUTURE else date.max
+        searches = [(user_id, terms)] + [(a, [t for t in terms if t not in words]) for a, words in
+                                        (authors or {}).items() if user_id in (None, a)]
+        messages: dict[int, store.MessageRow] = {}
+        summaries: dict[tuple[int, date], store.SummaryRow] = {}
         async with self._sessions() as session:
-            messages = await store.search_messages(
-                session, guild_id, terms, user_id=user_id, since=since, until=until, now=now,
-                half_life_days=self.half_life_days, here=channel_id, limit=pool)
-            summaries = await store.search_summaries(
-                session, guild_id, terms, user_id=user_id, since=since.astimezone(tz).date(),
-                until=(until.astimezone(tz) + timedelta(days=1)).date() if until < FAR_FUTURE else date.max,
-                today=now.astimezone(tz).date(), half_life_days=self.half_life_days, limit=pool)
-        rate = decay_rate(self.half_life_days)
-        hits = [Hit("message", guild_id, m.user_id, m.text, m.at, 0.0, m.channel_id, m.message_id) for m in messages]
+            for author, words in searches:
+                if not words:
+                    continue
+                for m in await store.search_messages(
+                        session, guild_id, words, user_id=author, since=since, until=until, now=now,
+                        half_life_days=self.half_life_days, here=channel_id, limit=size):
+                    messages[m.message_id] = m
+                for s in await store.search_summaries(
+                        session, guild_id, words, user_id=author, since=days_since, until=days_until,
+                        today=now.astimezone(tz).date(), half_life_days=self.half_life_days, limit=size):
+                    summaries[(s.user_id, s.day)] = s
+        hits = [Hit("message", guild_id, m.user_id, m.text, m.at, 0.0, m.channel_id, m.message_id)
+                for m in messages.values()]
         days = [Hit("summary", guild_id, s.user_id, s.text, datetime.combine(s.day, time(12), tz).astimezone(UTC), 0.0)
-                for s in summaries]
+                for s in summaries.values()]
+        return self._rank(terms, [hits, days], now, authors or {})[:limit]
+
+    def _rank(self, terms: list[str], pools: list[list[Hit]], now: datetime,
+              authors: dict[int, set[str]]) -> list[Hit]:
+        rate = decay_rate(self.half_life_days)
         scored: list[Hit] = []
-        for pool in (hits, days):  # each kind on its own scale, so they compete fairly
-            relevance = bm25_scores(terms, [h.text for h in pool])
+        for pool in pools:  # each kind on its own scale, so they compete fairly
+            texts = [" ".join([h.text, *sorted(authors.get(h.user_id, ()))]) for h in pool]
+            relevance = bm25_scores(terms, texts)
             best = max(relevance, default=0.0) or 1.0
             for hit, r in zip(pool, relevance, strict=True):
                 age = max(0.0, (now - hit.at).total_seconds() / 86400)
                 scored.append(replace(hit, score=r / best * math.exp(-rate * age)))
         scored.sort(key=lambda h: (-round(h.score, 9), -h.at.timestamp(), h.message_id or 0))
-        return scored[:limit]
+        return scored

@@ -1,0 +1,43 @@
+"""Questions about the past, addressed to the bot: search what was said, and cite where it was found.
+
+Members named in the question ("when did Bob mention his exam?") are passed to recall as authors: Bob's
+own messages count as containing "Bob" (he wrote "my exam"), and everyone's messages are searched too
+("Bob's exam is on Friday").
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from bot.conversation import Request
+from bot.memory.manager import MemoryManager
+from bot.memory.names import MENTION
+from bot.memory.recall import Hit, query_terms
+
+CITED = 5
+SNIPPET_CHARS = 300
+
+
+async def find(memory: MemoryManager, request: Request, *, now: datetime | None = None,
+               limit: int = CITED) -> list[Hit]:
+    """The best hits for a question, searched from the channel it was asked in."""
+    guild_id = request.guild_id
+    text = MENTION.sub(" ", request.text)
+    people: dict[int, set[str]] = {int(m): set() for m in MENTION.findall(request.text)}
+    for word in query_terms(text):
+        found = await memory.names.resolve(guild_id, word)
+        if len(found) == 1:
+            people.setdefault(found[0], set()).add(word)
+    return await memory.recall(guild_id, text, channel_id=request.channel_id, now=now, limit=limit,
+                               authors=people)
+
+
+async def cite(memory: MemoryManager, hit: Hit, now: datetime) -> str:
+    """'2026-10-03, 7 weeks ago — Bob: “…” <link>' (names rendered, nothing that pings)."""
+    name = await memory.names.name(hit.guild_id, hit.user_id)
+    body = await memory.names.render_mentions(hit.guild_id, hit.text, at=False)
+    body = body if len(body) <= SNIPPET_CHARS else body[: SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + "…"
+    when = hit.label(now, memory.zone(hit.guild_id))
+    if hit.kind == "summary":
+        return f"{when} — summary of {name}'s day: {body}"
+    return f"{when} — {name}: “{body}” <{hit.jump_url}>"

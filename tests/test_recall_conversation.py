@@ -1,0 +1,71 @@
+"""Questions about the past reach recall and the reply cites date, author and a jump link (offline and stub)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from bot.conversation import Request, Route, fast_route
+from bot.memory.clock import FakeClock
+from bot.memory.manager import MemoryManager
+from bot.model_turns import ModelTurns
+from bot.responder import Responder
+from tests.factories import ALICE, BOB, CHANNEL, GUILD, T0, message
+from tests.memory.test_facts import AppendingModel
+
+
+class NoNames:
+    async def resolve(self, guild_id, name):
+        return []
+
+
+@pytest.mark.parametrize("text, route", [
+    ("when did Bob mention his exam?", Route.RECALL),
+    ("What did we decide about the trip last month?", Route.RECALL),
+    ("do you remember when we went climbing?", Route.RECALL),
+    ("remember when Ana baked that cake", Route.RECALL),
+    ("search for lisbon tickets", Route.RECALL),
+    ("what did I say?", None),  # nothing to search for: the conversation at hand answers that
+    ("remember that I like tea", Route.REMEMBER),
+    ("how are you?", None),
+])
+async def test_questions_about_the_past_are_routed_to_recall(text, route):
+    decision = await fast_route(Request(GUILD, ALICE, text), NoNames())
+    assert (decision.route if decision else None) is route
+
+
+@pytest.fixture
+async def memory(engine, settings, llm):
+    memory = MemoryManager(engine, settings, llm=llm, facts_model=AppendingModel(), clock=FakeClock(T0))
+    await memory.start()
+    memory.turns = ModelTurns(llm, memory.names, settings, memory.window)
+    old = message("my chemistry exam is on the 14th", author=BOB, name="Bob", at=T0 - timedelta(days=25))
+    for msg in (old, message("pizza tonight?", author=ALICE, name="Ana", at=T0 - timedelta(days=1)),
+                message("exams are the worst", author=ALICE, name="Ana", at=T0 - timedelta(days=2))):
+        await memory.ingest_message(msg)
+    await memory.flush()
+    memory.planted = old
+    yield memory
+    await memory.close()
+
+
+async def test_recall_answer_cites_date_author_and_link(memory, llm):
+    responder = Responder(memory, router=memory.turns.route, chatter=memory.turns.chat, policy="anyone",
+                          recall_chatter=None if llm.is_offline else memory.turns.chat)
+    answer = await responder.respond(Request(GUILD, ALICE, "when did Bob mention his exam?", channel_id=CHANNEL))
+    assert answer.route is Route.RECALL
+    link = f"https://discord.com/channels/{GUILD}/{CHANNEL}/{memory.planted.message_id}"
+    first = next(line for line in answer.text.splitlines() if line.startswith("• "))
+    day = (T0 - timedelta(days=25)).strftime("%Y-%m-%d")
+    assert first == f"• {day}, 3 weeks ago — Bob: “my chemistry exam is on the 14th” <{link}>"
+    if not llm.is_offline:  # the model got the recalled snippets, and the sources follow its answer
+        assert "Recalled:" in answer.text and "\n\nSources:\n• " in answer.text
+    else:
+        assert answer.text.startswith("Here is what I found:\n• ")
+
+
+async def test_nothing_found_says_so(memory):
+    responder = Responder(memory, router=None, chatter=memory.turns.chat, policy="anyone")
+    answer = await responder.respond(Request(GUILD, ALICE, "when did we talk about volcanoes?"))
+    assert answer.text == "I couldn't find anything about that in what I've kept from this server."
