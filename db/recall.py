@@ -63,7 +63,9 @@ async def search_messages(
     """The best `limit` messages by relevance × decay."""
     sqlite = session.bind.dialect.name == "sqlite"  # type: ignore[union-attr]
     if sqlite:
-        source = "chat_fts JOIN chat_history AS c ON c.message_id = chat_fts.rowid"
+        # CROSS JOIN fixes the order: full-text matches first, then their rows (else SQLite may walk the
+        # guild's index and run the full-text query once per row).
+        source = "chat_fts CROSS JOIN chat_history AS c ON c.message_id = chat_fts.rowid"
         relevance = "-bm25(chat_fts, 0.0, 1.0)"
         match = "chat_fts MATCH :match"
         age = "max(0.0, julianday(:now) - julianday(c.timestamp))"
@@ -110,7 +112,7 @@ async def search_summaries(
     """The best `limit` daily summaries by relevance × decay (age counted in whole days)."""
     sqlite = session.bind.dialect.name == "sqlite"  # type: ignore[union-attr]
     if sqlite:
-        source = "summary_fts JOIN daily_summaries AS s ON s.id = summary_fts.rowid"
+        source = "summary_fts CROSS JOIN daily_summaries AS s ON s.id = summary_fts.rowid"
         relevance = "-bm25(summary_fts, 0.0, 1.0)"
         match = "summary_fts MATCH :match"
         age = "max(0.0, julianday(:today) - julianday(s.day))"

@@ -30,7 +30,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 STOPWORDS = frozenset("""
 a about above after again against ago all also am an and any anybody anyone are as at be because been before
 being below between both but by can could day days did do does doing done down during each else ever few for
-from further had has have having he her here hers herself him himself his how i if in into is it its itself
+from further get gets got go goes going went had has have having he her here hers herself him himself his how i if in into is it its itself
 just know last me mention mentioned month months more most my myself no nor not now of off on once only or
 other our ours ourselves out over own recall remember said same say says she should so some somebody someone
 such talk talked tell than that the their theirs them themselves then there these they this those through
@@ -56,7 +56,12 @@ def query_terms(query: str, *, drop: set[str] | None = None) -> list[str]:
 
 
 def bm25_scores(terms: list[str], texts: list[str]) -> list[float]:
-    """BM25 of each text for the terms, with document frequencies taken from `texts` themselves (the pool)."""
+    """BM25 of each text for the terms (document frequencies from `texts` themselves: the pool) × coord².
+
+    coord is the share of the question's words a text contains (Lucene's coordination factor), squared: a
+    message with every word of "where did Bob's bike get stolen" is far likelier the answer than one that
+    only says "stolen", and the product with the decay must not let a week's chatter bury it.
+    """
     stems = set(_STEMMER.stemWords(terms))
     docs = [Counter(_STEMMER.stemWords(_WORD.findall(t.lower()))) for t in texts]
     if not docs:
@@ -67,8 +72,9 @@ def bm25_scores(terms: list[str], texts: list[str]) -> list[float]:
     scores = []
     for doc in docs:
         length = sum(doc.values())
-        scores.append(sum(idf[s] * doc[s] * (K1 + 1) / (doc[s] + K1 * (1 - B + B * length / avg))
-                          for s in stems if doc[s]))
+        matched = [s for s in stems if doc[s]]
+        bm25 = sum(idf[s] * doc[s] * (K1 + 1) / (doc[s] + K1 * (1 - B + B * length / avg)) for s in matched)
+        scores.append(bm25 * (len(matched) / len(stems)) ** 2)
     return scores
 
 
