@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import date, datetime, timedelta
 
-from sqlalchemy import Date, and_, cast, delete, func, select, update
+from sqlalchemy import Date, and_, cast, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -23,6 +23,7 @@ from db.models import (
     HistoricalSummary,
     LlmCall,
     MemberName,
+    Rollup,
     UserFacts,
     UserOptOut,
 )
@@ -55,6 +56,10 @@ async def _drop_summaries_of(session: AsyncSession, guild_id: int, days: set[dat
     result = await session.execute(delete(HistoricalSummary).where(HistoricalSummary.guild_id == guild_id,
                                                                    HistoricalSummary.end_date.in_(ends)))
     counts["historical_summaries"] += result.rowcount  # type: ignore[attr-defined]
+    # Rollups are built from daily summaries: any week or month containing an affected day goes too.
+    overlaps = or_(*(and_(Rollup.start_date <= d, Rollup.end_date > d) for d in days))
+    result = await session.execute(delete(Rollup).where(Rollup.guild_id == guild_id, overlaps))
+    counts["rollups"] += result.rowcount  # type: ignore[attr-defined]
 
 
 def delete_member(*, guild_id: int, user_id: int) -> Deletion:
@@ -68,7 +73,8 @@ async def _delete_member(session: AsyncSession, guild_id: int, user_id: int) -> 
     days = await _days(session, and_(ChatMessage.guild_id == guild_id, ChatMessage.user_id == user_id))
     await _drop_summaries_of(session, guild_id, days, counts)
     # Their own summaries on any day, too (they may appear in a day only through others' messages).
-    for model, name in ((DailySummary, "daily_summaries"), (HistoricalSummary, "historical_summaries")):
+    for model, name in ((DailySummary, "daily_summaries"), (HistoricalSummary, "historical_summaries"),
+                        (Rollup, "rollups")):
         result = await session.execute(delete(model).where(model.guild_id == guild_id, model.user_id == user_id))
         counts[name] += result.rowcount  # type: ignore[attr-defined]
     # Changes they asked for about others stay (they are the other member's data) but no longer name them.
@@ -135,7 +141,7 @@ def delete_guild(*, guild_id: int) -> Deletion:
 async def _delete_guild(session: AsyncSession, guild_id: int) -> Counter[str]:
     """Everything the bot keeps about a guild."""
     counts: Counter[str] = Counter()
-    for model in (ChatMessage, UserFacts, FactRevision, DailySummary, HistoricalSummary, MemberName,
+    for model in (ChatMessage, UserFacts, FactRevision, DailySummary, HistoricalSummary, Rollup, MemberName,
                   GuildSettings, UserOptOut, ChannelPrivacy, LlmCall):
         result = await session.execute(delete(model).where(model.guild_id == guild_id))  # type: ignore[attr-defined]
         counts[model.__tablename__] += result.rowcount  # type: ignore[attr-defined]
@@ -153,13 +159,15 @@ async def remaining(session: AsyncSession, guild_id: int, user_id: int) -> dict[
                                                       DailySummary.user_id == user_id),
         "historical_summaries": select(func.count()).where(HistoricalSummary.guild_id == guild_id,
                                                            HistoricalSummary.user_id == user_id),
+        "rollups": select(func.count()).where(Rollup.guild_id == guild_id, Rollup.user_id == user_id),
         "member_names": select(func.count()).where(MemberName.guild_id == guild_id, MemberName.user_id == user_id),
     }
     return {name: (await session.scalar(query)) or 0 for name, query in checks.items()}
 
 
 WORDS = {"chat_history": "messages", "user_facts": "facts entries", "fact_revisions": "fact revisions",
-         "daily_summaries": "daily summaries", "historical_summaries": "weekly histories", "member_names": "names",
+         "daily_summaries": "daily summaries", "historical_summaries": "weekly histories", "rollups": "rollups",
+         "member_names": "names",
          "fact_revisions_unattributed": "revisions no longer attributed", "llm_calls": "usage records",
          "channel_privacy": "channel settings", "guild_settings": "settings", "user_optouts": "opt-outs"}
 

@@ -153,6 +153,28 @@ class HistoricalSummary(Base):
     )
 
 
+class Rollup(Base):
+    """A member's week or month beyond the last seven days, built from daily summaries once it is over."""
+
+    __tablename__ = "rollups"
+
+    id: Mapped[int] = mapped_column(SurrogateKey, primary_key=True, autoincrement=True)
+    guild_id: Mapped[int] = mapped_column(Snowflake)
+    user_id: Mapped[int] = mapped_column(Snowflake)
+    period: Mapped[str] = mapped_column(String(8))  # "week" (ISO, Monday first) or "month"
+    start_date: Mapped[date] = mapped_column(Date)
+    end_date: Mapped[date] = mapped_column(Date)  # exclusive
+    summary: Mapped[str] = mapped_column(Text)
+    model: Mapped[str] = mapped_column(String(100))
+    prompt_version: Mapped[str] = mapped_column(String(20))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        UniqueConstraint("guild_id", "user_id", "period", "start_date", name="uq_rollups_guild_user_period_start"),
+        Index("ix_rollups_guild_end", "guild_id", "end_date"),
+    )
+
+
 class ChannelPrivacy(Base):
     """Whether a channel's messages may feed guild-wide memory: automatic (public only), or an admin's choice."""
 

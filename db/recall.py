@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 
 from sqlalchemy import BigInteger, Date, Float, Integer, String, bindparam, text
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -20,6 +20,8 @@ from db.types import UTCDateTime
 SEARCH_TABLE_PREFIXES = ("chat_fts", "summary_fts")
 SEARCH_COLUMN = "search"
 
+FAR_PAST = datetime(1970, 1, 1, tzinfo=UTC)
+FAR_FUTURE = datetime(9999, 1, 1, tzinfo=UTC)
 _NOT_SHARED = """SELECT channel_id FROM channel_privacy WHERE guild_id = :guild_id
     AND (mode = 'exclude' OR (mode = 'auto' AND is_private))"""
 _OPTED_OUT = "SELECT user_id FROM user_optouts WHERE guild_id = :guild_id"
@@ -50,19 +52,52 @@ def decay_rate(half_life_days: float) -> float:
     return math.log(2) / half_life_days if half_life_days > 0 else 0.0
 
 
-def fts5_match(guild_id: int, terms: list[str], user_id: int | None) -> str:
+def fts5_match(guild_id: int | None, terms: list[str], user_id: int | None) -> str:
     """An FTS5 query: the guild (and member) scope AND any of the terms (already plain \\w+ words)."""
-    scope = f"scope:g{guild_id}" + (f" AND scope:u{user_id}" if user_id is not None else "")
-    return f"{scope} AND ({' OR '.join(f'body:{chr(34)}{t}{chr(34)}' for t in terms)})"
+    scopes = ([f"scope:g{guild_id}"] if guild_id is not None else []) + (
+        [f"scope:u{user_id}"] if user_id is not None else [])
+    return " AND ".join([*scopes, f"({' OR '.join(f'body:{chr(34)}{t}{chr(34)}' for t in terms)})"])
+
+
+# Without a period filter, SQLite first ranks at most the DEPTH most relevant and the RECENT newest matches
+# in the whole database (message IDs are snowflakes, so the newest are the highest rowids), not every match
+# with the guild's scope token: a common word can match a tenth of a million-message guild, and bm25 over the
+# guild's scope doclist tripled the cost. Only when that leaves too few of this guild's messages (a database
+# shared by many guilds) does the exact, scoped query run.
+DEPTH, RECENT = 1000, 300
+_SQLITE_CANDIDATES = """(
+    SELECT * FROM (SELECT rowid AS id, -bm25(chat_fts, 0.0, 1.0) AS rel FROM chat_fts WHERE chat_fts MATCH :match
+                   ORDER BY bm25(chat_fts, 0.0, 1.0) LIMIT {depth})
+    UNION
+    SELECT * FROM (SELECT rowid AS id, -bm25(chat_fts, 0.0, 1.0) AS rel FROM chat_fts WHERE chat_fts MATCH :match
+                   ORDER BY rowid DESC LIMIT {recent})
+) AS k CROSS JOIN chat_history AS c ON c.message_id = k.id"""
 
 
 async def search_messages(
-    session: AsyncSession, guild_id: int, terms: list[str], *, user_id: int | None, since: datetime,
-    until: datetime, now: datetime, half_life_days: float, here: int | None, limit: int,
+    session: AsyncSession, guild_id: int, terms: list[str], *, user_id: int | None, since: datetime | None,
+    until: datetime | None, now: datetime, half_life_days: float, here: int | None, limit: int,
 ) -> list[MessageRow]:
-    """The best `limit` messages by relevance × decay."""
+    """The best `limit` messages by relevance × decay (`since` / `until`: None for no bound)."""
+    args = (session, guild_id, terms, user_id, since, until, now, half_life_days, here, limit)
+    if session.bind.dialect.name == "sqlite" and since is None and until is None:  # type: ignore[union-attr]
+        rows = await _search_messages(*args, capped=True)
+        if len(rows) >= limit:
+            return rows
+    return await _search_messages(*args, capped=False)
+
+
+async def _search_messages(  # noqa: PLR0917 - one call site, the public function above
+    session: AsyncSession, guild_id: int, terms: list[str], user_id: int | None, since: datetime | None,
+    until: datetime | None, now: datetime, half_life_days: float, here: int | None, limit: int, *, capped: bool,
+) -> list[MessageRow]:
     sqlite = session.bind.dialect.name == "sqlite"  # type: ignore[union-attr]
-    if sqlite:
+    if capped:
+        source = _SQLITE_CANDIDATES.format(depth=DEPTH, recent=RECENT)
+        relevance = "k.rel"
+        match = "1 = 1"
+        age = "max(0.0, julianday(:now) - julianday(c.timestamp))"
+    elif sqlite:
         # CROSS JOIN fixes the order: full-text matches first, then their rows (else SQLite may walk the
         # guild's index and run the full-text query once per row).
         source = "chat_fts CROSS JOIN chat_history AS c ON c.message_id = chat_fts.rowid"
@@ -90,10 +125,10 @@ async def search_messages(
         bindparam("guild_id", type_=BigInteger()), bindparam("here", type_=BigInteger()),
         bindparam("limit", type_=Integer()),
     ).columns(timestamp=UTCDateTime())
-    params: dict[str, object] = {"guild_id": guild_id, "since": since, "until": until, "now": now,
-                                 "rate": decay_rate(half_life_days), "here": here, "limit": limit}
+    params: dict[str, object] = {"guild_id": guild_id, "since": since or FAR_PAST, "until": until or FAR_FUTURE,
+                                 "now": now, "rate": decay_rate(half_life_days), "here": here, "limit": limit}
     if sqlite:
-        params["match"] = fts5_match(guild_id, terms, user_id)
+        params["match"] = fts5_match(None if capped else guild_id, terms, user_id)
         query = query.bindparams(bindparam("match", type_=String()))
     else:
         params["words"] = " or ".join(terms)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import date, datetime
 
 from sqlalchemy import and_, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.models import ChannelPrivacy, ChatMessage, DailySummary, HistoricalSummary, UserOptOut
+from db.models import ChannelPrivacy, ChatMessage, DailySummary, HistoricalSummary, Rollup, UserOptOut
 
 
 async def day_messages(
@@ -82,3 +83,31 @@ async def save_history(
 def user_ids(rows: Iterable[tuple[datetime, int, str]]) -> set[int]:
     """The authors among a day's rows."""
     return {user_id for _, user_id, _ in rows}
+
+
+@dataclass(frozen=True, slots=True)
+class Period:
+    """A calendar week (ISO, Monday first) or month: [start, end)."""
+
+    kind: str
+    start: date
+    end: date
+
+
+async def stored_rollup(session: AsyncSession, guild_id: int, user_id: int, period: Period) -> str | None:
+    """A stored rollup, or None."""
+    return await session.scalar(select(Rollup.summary).where(
+        Rollup.guild_id == guild_id, Rollup.user_id == user_id, Rollup.period == period.kind,
+        Rollup.start_date == period.start))
+
+
+async def save_rollup(
+    session: AsyncSession, guild_id: int, user_id: int, period: Period, summary: str, *, model: str, version: str,
+    at: datetime,
+) -> None:
+    """Persist a rollup (first writer wins: same period, same daily summaries)."""
+    stmt = _insert(session, Rollup).values(  # type: ignore[attr-defined]
+        guild_id=guild_id, user_id=user_id, period=period.kind, start_date=period.start, end_date=period.end,
+        summary=summary, model=model, prompt_version=version, created_at=at,
+    ).on_conflict_do_nothing(index_elements=["guild_id", "user_id", "period", "start_date"])
+    await session.execute(stmt)

@@ -30,7 +30,8 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 STOPWORDS = frozenset("""
 a about above after again against ago all also am an and any anybody anyone are as at be because been before
 being below between both but by can could day days did do does doing done down during each else ever few for
-from further get gets got go goes going went had has have having he her here hers herself him himself his how i if in into is it its itself
+from further get gets got go goes going went had has have having he her here hers herself him himself his
+how i if in into is it its itself
 just know last me mention mentioned month months more most my myself no nor not now of off on once only or
 other our ours ourselves out over own recall remember said same say says she should so some somebody someone
 such talk talked tell than that the their theirs them themselves then there these they this those through
@@ -42,8 +43,6 @@ POOL_FACTOR = 4
 MIN_POOL = 40
 K1, B = 1.2, 0.75  # the usual BM25 constants
 _STEMMER = snowballstemmer.stemmer("english")
-FAR_PAST = datetime(1970, 1, 1, tzinfo=UTC)
-FAR_FUTURE = datetime(9999, 1, 1, tzinfo=UTC)
 
 
 def query_terms(query: str, *, drop: set[str] | None = None) -> list[str]:
@@ -139,11 +138,10 @@ class Recall:
         terms = query_terms(query)
         if not terms or limit <= 0:
             return []
-        since, until = since or FAR_PAST, until or FAR_FUTURE
         size = max(limit * POOL_FACTOR, MIN_POOL)
         tz = ZoneInfo(zone)
-        days_since = since.astimezone(tz).date()
-        days_until = (until.astimezone(tz) + timedelta(days=1)).date() if until < FAR_FUTURE else date.max
+        days_since = since.astimezone(tz).date() if since else date.min
+        days_until = (until.astimezone(tz) + timedelta(days=1)).date() if until else date.max
         searches = [(user_id, terms)] + [(a, [t for t in terms if t not in words]) for a, words in
                                         (authors or {}).items() if user_id in (None, a)]
         messages: dict[int, store.MessageRow] = {}

@@ -37,8 +37,8 @@ def test_unused_share_goes_to_the_next_sections_and_items_are_whole():
     out = assemble(sections("Ana likes tea.", "", "", items), 400)
     assert out.startswith("Facts: Ana likes tea.\nRecalled:\n- snippet 0")
     assert estimate_tokens(out) <= 400 and out.count("- snippet") > 10  # more than its 35 % share alone
-    assert all(line == "Recalled:" or line.startswith(("Facts", "- snippet")) and (
-        not line.startswith("- ") or line.endswith("x")) for line in out.splitlines())
+    assert all(line == "Recalled:" or (line.startswith(("Facts", "- snippet")) and (
+        not line.startswith("- ") or line.endswith("x"))) for line in out.splitlines())
 
 
 def test_history_keeps_its_newest_end():
