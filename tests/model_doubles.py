@@ -45,7 +45,7 @@ def scripted_model(request: StubRequest) -> Reply:
         return text(("History: " + " | ".join(f"{d}: {html.unescape(t)}" for d, t in days))[:500])  # "~500 chars"
     if "<today>" in prompt:
         return text(f"MERGED facts=[{element(prompt, 'facts')}] today=[{element(prompt, 'today')}] "
-                    f"history=[{element(prompt, 'history')}]")
+                    f"history=[{element(prompt, 'history')}] earlier=[{element(prompt, 'earlier')}]")
     if "<channel>" in prompt:
         said = " / ".join(html.unescape(c) for c in re.findall(r"<content>([^<]*)</content>", prompt))
         reply = f"(stub model) you said: {element(prompt, 'message')} | memory: {element(prompt, 'memory')}"

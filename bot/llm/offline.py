@@ -15,8 +15,9 @@ from typing import Any
 
 from bot.llm.prompts import ChatLine
 from bot.llm.schemas import DailySummaries, ForgetResult, RouteDecision, UserSummary
-from bot.llm.tokens import estimate_tokens, sentences, trim_to_chars, trim_to_tokens
+from bot.llm.tokens import estimate_tokens, sentences, trim_to_chars
 from bot.llm.types import Call, LLMResult
+from bot.memory.budget import assemble, memory_sections
 
 MODEL = "offline"
 _WORD = re.compile(r"[\w']+")
@@ -95,18 +96,9 @@ def summarise_history(days: Sequence[tuple[str, str]], *, max_chars: int = 500) 
     return trim_to_chars(text, max_chars, keep="end")
 
 
-def merge_context(facts: str, current_day: str, history: str, *, max_tokens: int) -> str:
-    """A labelled concatenation, facts first, trimmed to the token budget section by section."""
-    sections = [("Facts", facts), ("Today", current_day), ("Earlier", history)]
-    out: list[str] = []
-    left = max_tokens
-    for label, text in sections:
-        if not text.strip() or left <= 4:
-            continue
-        block = trim_to_tokens(f"{label}: {text.strip()}", left)
-        out.append(block)
-        left -= estimate_tokens(block) + 1
-    return "\n".join(out)
+def merge_context(facts: str, current_day: str, history: str, earlier: str = "", *, max_tokens: int) -> str:
+    """A labelled concatenation, facts first, each section within its share of the token budget."""
+    return assemble(memory_sections(facts, current_day, history, earlier), max_tokens)
 
 
 def chat(memory: str, author: str) -> str:
@@ -144,7 +136,8 @@ class OfflineProvider:
         elif operation == "historical_summary":
             text = summarise_history(v["days"])
         elif operation == "merge_context":
-            text = merge_context(v["facts"], v["current_day"], v["history"], max_tokens=int(v["max_tokens"]))
+            text = merge_context(v["facts"], v["current_day"], v["history"], v.get("earlier", ""),
+                                 max_tokens=int(v["max_tokens"]))
         elif operation == "chat":
             text = chat(v["memory"], v["author"])
         else:

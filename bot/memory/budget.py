@@ -78,3 +78,15 @@ def assemble(sections: list[Section], budget: int) -> str:
         parts.pop()
         text = "\n".join(parts)
     return text
+
+
+def memory_sections(facts: str, today: str, history: str, earlier: str = "",
+                    recalled: list[str] | None = None) -> list[Section]:
+    """The context's sections in priority order, with their shares of the budget."""
+    return [
+        Section("Facts", facts, guaranteed=True),
+        Section("Today", today, share=0.3),
+        Section("Last week", history, share=0.25, keep="end"),
+        Section("Recalled", items=list(recalled or []), share=0.25),
+        Section("Earlier", earlier, share=0.2, keep="end"),
+    ]

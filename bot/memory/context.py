@@ -12,12 +12,14 @@ from cachetools import TTLCache
 from bot.lifecycle import keep
 from bot.llm.client import LLM
 from bot.llm.prompts import when
-from bot.llm.tokens import estimate_tokens, trim_to_tokens
+from bot.llm.tokens import trim_to_tokens
 from bot.llm.types import LLMError
+from bot.memory.budget import assemble, memory_sections
 from bot.memory.caches import CacheReport, CountingLRU, drop_entries
 from bot.memory.clock import Clock, local_day
 from bot.memory.facts import FactsStore
 from bot.memory.names import NameDirectory
+from bot.memory.rollups import Rollups
 from bot.memory.summaries import SingleFlight, Summaries
 from bot.settings import Settings
 
@@ -29,17 +31,9 @@ def _digest(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
-def fallback_context(facts: str, today: str, history: str, *, budget: int) -> str | None:
-    """Facts first, then today, then the history, labelled and within the token budget."""
-    parts: list[str] = []
-    left = budget
-    for label, text in (("Facts", facts), ("Today", today), ("Last week", history)):
-        if not text.strip() or left < 8:
-            continue
-        block = trim_to_tokens(f"{label}: {text.strip()}", left)
-        parts.append(block)
-        left -= estimate_tokens(block) + 1
-    return "\n".join(parts) or None
+def fallback_context(facts: str, today: str, history: str, earlier: str = "", *, budget: int) -> str | None:
+    """Facts first, then today, the last week and earlier rollups, labelled and within the token budget."""
+    return assemble(memory_sections(facts, today, history, earlier), budget) or None
 
 
 class ContextBuilder:
@@ -47,10 +41,11 @@ class ContextBuilder:
 
     def __init__(
         self, facts: FactsStore, summaries: Summaries, llm: LLM, names: NameDirectory, *, settings: Settings,
-        clock: Clock,
+        clock: Clock, rollups: Rollups | None = None,
     ) -> None:
         self._facts = facts
         self._summaries = summaries
+        self._rollups = rollups
         self._llm = llm
         self._names = names
         self._settings = settings
@@ -64,9 +59,11 @@ class ContextBuilder:
         return self._merged.report()
 
     def drop(self, guild_id: int) -> None:
-        """Forget every cached context of a guild (after a deletion)."""
+        """Forget every cached context (and rollup) of a guild (after a deletion)."""
         drop_entries(self._merged, guild_id)
         drop_entries(self._last_good, guild_id)
+        if self._rollups is not None:
+            self._rollups.drop(guild_id)
 
     async def get_memories(self, guild_id: int, user_id: int, *, now: datetime | None = None) -> str | None:
         """The context for a member, or None when nothing is known; waits at most MEMORY_WAIT_SECONDS."""
@@ -87,39 +84,43 @@ class ContextBuilder:
     async def _build(self, guild_id: int, user_id: int, now: datetime) -> str | None:
         facts = await self._facts.cached_facts(guild_id, user_id) or ""
         today_day = local_day(now, self._summaries.zone(guild_id))
-        today, history = "", ""
+        today, history, earlier = "", "", ""
         try:
             today = (await self._summaries.today(guild_id, now)).get(user_id, "")
             history = await self._summaries.history(guild_id, user_id, today_day)
+            if self._rollups is not None:
+                earlier = await self._rollups.earlier(guild_id, user_id, today_day)
         except LLMError:
             log.warning("summaries unavailable for a member of guild %s; serving what is known", guild_id)
-        if not (facts or today or history):
+        if not (facts or today or history or earlier):
             return None
         budget = self._settings.context_token_budget
-        key = (guild_id, user_id, "|".join(_digest(p) for p in (facts, today, history)))
+        key = (guild_id, user_id, "|".join(_digest(p) for p in (facts, today, history, earlier)))
         try:
             return self._merged[key]
         except KeyError:
             pass
-        if not (today or history):
+        if not (today or history or earlier):
             merged = trim_to_tokens(facts, budget)  # nothing to merge: facts alone are the context
         else:
-            merged = await self._merge(guild_id, user_id, facts=facts, today=today, history=history, now=now)
+            merged = await self._merge(guild_id, user_id, facts=facts, today=today, history=history,
+                                       earlier=earlier, now=now)
         self._merged[key] = merged
         self._last_good[(guild_id, user_id)] = merged
         return merged
 
     async def _merge(
-        self, guild_id: int, user_id: int, *, facts: str, today: str, history: str, now: datetime
+        self, guild_id: int, user_id: int, *, facts: str, today: str, history: str, earlier: str, now: datetime
     ) -> str:
         budget = self._settings.context_token_budget
         try:
             result = await self._llm.run(
                 "merge_context",
                 {"subject": await self._names.name(guild_id, user_id), **when(now, self._summaries.zone(guild_id)),
-                 "facts": facts, "current_day": today, "history": history, "max_tokens": budget},
+                 "facts": facts, "current_day": today, "history": history, "earlier": earlier,
+                 "max_tokens": budget},
                 temperature=0.2, guild_id=guild_id, fallback=self._llm.is_offline,
             )
         except LLMError:
-            return fallback_context(facts, today, history, budget=budget) or ""
+            return fallback_context(facts, today, history, earlier, budget=budget) or ""
         return trim_to_tokens(result.text, budget)

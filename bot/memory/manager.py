@@ -23,6 +23,7 @@ from bot.memory.facts_llm import LLMFactsModel
 from bot.memory.ingest import WriteBehindQueue
 from bot.memory.names import NameDirectory
 from bot.memory.recall import Hit, Recall
+from bot.memory.rollups import Rollups
 from bot.memory.summaries import Summaries
 from bot.memory.types import IncomingMessage, MessageDelete, MessageEdit
 from bot.memory.window import ChannelWindow
@@ -60,11 +61,13 @@ class MemoryManager:
             FactsStore(self.sessions, facts_model, max_chars=settings.facts_max_chars) if facts_model else None
         )
         self.summaries: Summaries | None = None
+        self.rollups: Rollups | None = None
         self._context: ContextBuilder | None = None
         if llm is not None and self._facts is not None:
             self.summaries = Summaries(self.sessions, llm, self.names, settings, self.clock)
+            self.rollups = Rollups(self.sessions, self.summaries, llm, self.names, self.clock)
             self._context = ContextBuilder(self._facts, self.summaries, llm, self.names, settings=settings,
-                                           clock=self.clock)
+                                           clock=self.clock, rollups=self.rollups)
         self.ingest = WriteBehindQueue(
             engine,
             batch_rows=settings.ingest_batch_rows,

@@ -11,8 +11,9 @@ from bot.llm.client import LLM
 from bot.llm.prompts import load_prompts
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
+from bot.memory.rollups import periods
 from db.deletion import remaining
-from db.models import ChatMessage, DailySummary, HistoricalSummary, UserFacts, UserOptOut
+from db.models import ChatMessage, DailySummary, HistoricalSummary, Rollup, UserFacts, UserOptOut
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, OTHER_GUILD, message
 
 NOW = datetime(2026, 11, 20, 18, 0, tzinfo=UTC)
@@ -23,7 +24,7 @@ SECRET = "alice's secret recipe"
 async def memory(engine, settings):
     memory = MemoryManager(engine, settings, llm=LLM(None, prompts=load_prompts()), clock=FakeClock(NOW))
     await memory.start()
-    for back in range(0, 4):
+    for back in (0, 1, 2, 3, 20, 45):  # today, the last week, and the weeks and months of the rollups
         day = NOW - timedelta(days=back, hours=3)
         await memory.ingest_message(message(f"{SECRET} day {back}", author=ALICE, name="alice", at=day))
         await memory.ingest_message(message(f"bob chats day {back}", author=BOB, name="bob",
@@ -50,16 +51,23 @@ async def count(memory, model, **where) -> int:
 async def test_forget_member_removes_every_row_and_cache(memory):
     assert await count(memory, DailySummary, guild_id=GUILD) > 0
     assert await count(memory, HistoricalSummary, guild_id=GUILD, user_id=ALICE) == 1
+    assert memory.rollups is not None
+    spans, _ = periods(NOW.date())
+    assert await count(memory, Rollup, guild_id=GUILD, user_id=ALICE) == len(spans)  # stored, empty ones too
+    earlier = await memory.rollups.earlier(GUILD, ALICE, NOW.date())
+    assert f"{SECRET} day 45" in earlier and f"{SECRET} day 20" in earlier
     counts = await memory.forget_member(GUILD, ALICE)
-    assert counts["chat_history"] == 4 and counts["user_facts"] == 1 and counts["fact_revisions"] == 1
+    assert counts["chat_history"] == 6 and counts["user_facts"] == 1 and counts["fact_revisions"] == 1
     assert counts["fact_revisions_unattributed"] == 1
     assert [r.requested_by for r in await memory.fact_history(GUILD, BOB)] == [0]
     async with memory.sessions() as session:
         assert await remaining(session, GUILD, ALICE) == dict.fromkeys(
             ["chat_history", "user_facts", "fact_revisions", "daily_summaries", "historical_summaries",
-             "member_names"], 0)
-    # Summaries of others built from the same days are gone too (recomputed without alice on demand).
+             "rollups", "member_names"], 0)
+    # Summaries and rollups of others built from the same days are gone too (recomputed without alice).
     assert await count(memory, DailySummary, guild_id=GUILD) == 0
+    # bob's rollups of the two weeks alice wrote in are gone (rebuilt without her); his others stay.
+    assert await count(memory, Rollup, guild_id=GUILD, user_id=BOB) == len(spans) - 2
     # Caches: nothing about alice is served, and bob's rebuilt context no longer quotes her.
     assert await memory.get_memories(GUILD, ALICE) is None
     assert await memory.names.resolve(GUILD, "alice") == []
@@ -75,7 +83,7 @@ async def test_forget_member_removes_every_row_and_cache(memory):
 
 async def test_opt_out_stops_storage_and_can_delete(memory):
     counts = await memory.opt_out(GUILD, ALICE, delete_stored=True)
-    assert counts["chat_history"] == 4
+    assert counts["chat_history"] == 6 and counts["rollups"] > 0
     assert not await memory.ingest_message(message("after opting out", author=ALICE, name="alice"))
     await memory.flush()
     assert await count(memory, ChatMessage, guild_id=GUILD, user_id=ALICE) == 0
@@ -86,12 +94,13 @@ async def test_opt_out_stops_storage_and_can_delete(memory):
 
 async def test_purge_channel_before_and_guild(memory):
     counts = await memory.purge_channel(GUILD, CHANNEL + 1)
-    assert counts["chat_history"] == 4 and await count(memory, ChatMessage, channel_id=CHANNEL + 1) == 0
+    assert counts["chat_history"] == 6 and await count(memory, ChatMessage, channel_id=CHANNEL + 1) == 0
+    assert counts["rollups"] == 4  # the weeks of days 20 and 45, for both members
     counts = await memory.purge_before(GUILD, NOW - timedelta(days=1))
-    assert counts["chat_history"] == 3  # alice's messages of the three earlier days
+    assert counts["chat_history"] == 5  # alice's messages of the five earlier days
     counts = await memory.purge_guild(GUILD)
     assert counts["chat_history"] == 1 and counts["user_facts"] == 2
-    for model in (ChatMessage, UserFacts, DailySummary, HistoricalSummary):
+    for model in (ChatMessage, UserFacts, DailySummary, HistoricalSummary, Rollup):
         assert await count(memory, model, guild_id=GUILD) == 0
     assert await memory.get_memories(GUILD, ALICE) is None
     assert await count(memory, ChatMessage, guild_id=OTHER_GUILD) == 1

@@ -240,3 +240,20 @@ async def test_excluding_a_channel_drops_the_summaries_that_saw_it(make, stub):
     again = await memory.summaries.past_day(GUILD, yesterday.date())  # rebuilt without the channel
     assert "launch date" not in again[ALICE] and "hello all" in again[ALICE] and daily_calls(stub) == 2
     assert await memory.set_channel_mode(GUILD, side, "exclude") == Counter()  # no change, nothing dropped
+
+
+async def test_rollups_summarise_older_weeks_once_and_persist_them(make, stub):
+    memory = await make()
+    for back in (20, 45):
+        await seed(memory, NOON - timedelta(days=back))
+    context = await memory.get_memories(GUILD, ALICE)
+    assert context is not None and "earlier=[" in context
+    earlier = context.split("earlier=[", 1)[1]
+    week_of = (NOON - timedelta(days=20)).date()
+    week_of -= timedelta(days=week_of.weekday())
+    assert f"Week of {week_of}: History: " in earlier and "Ana message 0" in earlier
+    calls = sum('<day date="' in r.prompt_text for r in stub.requests)
+    assert calls == 2  # one per week with anything in it; empty periods are stored without a call
+    fresh = await make()  # another process: rollups come from SQL
+    assert await fresh.get_memories(GUILD, ALICE) == context
+    assert sum('<day date="' in r.prompt_text for r in stub.requests) == calls

@@ -1,0 +1,124 @@
+"""Weekly and monthly rollups: a member's time beyond the last seven days, kept short.
+
+Built lazily from the daily summaries of the period (one `historical_summary` call per member and period,
+the same prompt as days 2–7), and persisted: a period that is over never changes, so it is summarised once.
+The originals stay; a deletion drops every rollup whose period holds an affected day (db/deletion.py).
+"""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from html import escape
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from bot.llm.client import LLM
+from bot.llm.prompts import when
+from bot.llm.types import LLMError
+from bot.memory.caches import CountingLRU, drop_entries
+from bot.memory.clock import Clock
+from bot.memory.names import NameDirectory
+from bot.memory.summaries import Summaries
+from db import summaries as store
+from db.summaries import Period
+
+WEEKS = 3  # at least this many complete ISO weeks before the last-week window
+MONTHS = 2  # complete calendar months before those weeks
+
+
+def periods(today: date, *, weeks: int = WEEKS, months: int = MONTHS) -> tuple[list[Period], list[date]]:
+    """The rollup periods for a context built on `today` (oldest first, all over), and the loose days.
+
+    Weeks reach back to the week holding the 1st of the month where the last of `weeks` weeks starts, so
+    weeks and months leave no gap; the few days between the newest complete week and the last-week window
+    (days 2–7) are returned as loose days, whose daily summaries are used as they are.
+    """
+    boundary = today - timedelta(days=6)  # days 2–7 (today-6 … today-1) belong to the last-week history
+    week_end = boundary - timedelta(days=boundary.weekday())  # the Monday on or before the boundary
+    loose = [week_end + timedelta(days=k) for k in range((boundary - week_end).days)]
+    month_start = (week_end - timedelta(days=7 * weeks)).replace(day=1)
+    spans: list[Period] = []
+    while not spans or spans[-1].start > month_start:
+        end = spans[-1].start if spans else week_end
+        spans.append(Period("week", end - timedelta(days=7), end))
+    month_end = month_start
+    for _ in range(months):
+        start = (month_end - timedelta(days=1)).replace(day=1)
+        spans.append(Period("month", start, month_end))
+        month_end = start
+    return sorted(spans, key=lambda p: p.start), loose
+
+
+def label(period: Period) -> str:
+    """'Week of 2026-10-12' or 'September 2026'."""
+    return f"Week of {period.start}" if period.kind == "week" else f"{period.start:%B %Y}"
+
+
+class Rollups:
+    """Reads, builds and caches rollups; the cache drops a guild with the other caches after deletions."""
+
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], summaries: Summaries, llm: LLM,
+                 names: NameDirectory, clock: Clock) -> None:
+        self._sessions = sessions
+        self._summaries = summaries
+        self._llm = llm
+        self._names = names
+        self._clock = clock
+        self._cache: CountingLRU[tuple[int, int, str, date], str] = CountingLRU(65536)
+
+    def drop(self, guild_id: int) -> None:
+        drop_entries(self._cache, guild_id)
+
+    async def earlier(self, guild_id: int, user_id: int, today: date) -> str:
+        """'September 2026: …  Week of …: …  On …: …' for the member, oldest first; "" when nothing is known."""
+        spans, loose = periods(today)
+        parts = []
+        for period in spans:
+            if text := await self.rollup(guild_id, user_id, period):
+                parts.append(f"{label(period)}: {text}")
+        for day in loose:
+            if text := (await self._summaries.past_day(guild_id, day)).get(user_id, ""):
+                parts.append(f"On {day}: {text}")
+        return " ".join(parts)
+
+    async def rollup(self, guild_id: int, user_id: int, period: Period) -> str:
+        """One member's period: cache, then SQL, else built from the daily summaries and stored."""
+        key = (guild_id, user_id, period.kind, period.start)
+        try:
+            return self._cache[key]
+        except KeyError:
+            pass
+        async with self._sessions() as session:
+            stored = await store.stored_rollup(session, guild_id, user_id, period)
+        if stored is None:
+            stored = await self._build(guild_id, user_id, period)
+            if stored is None:
+                return ""  # the model failed: not stored, tried again next time
+        self._cache[key] = stored
+        return stored
+
+    async def _build(self, guild_id: int, user_id: int, period: Period) -> str | None:
+        days = [period.start + timedelta(days=k) for k in range((period.end - period.start).days)]
+        try:
+            dailies = [(d.isoformat(), (await self._summaries.past_day(guild_id, d)).get(user_id, "")) for d in days]
+        except LLMError:
+            return None
+        dailies = [(d, text) for d, text in dailies if text]
+        text, model = "", ""
+        if dailies:
+            try:
+                result = await self._llm.run(
+                    "historical_summary",
+                    {"subject": await self._names.name(guild_id, user_id), "start_day": dailies[0][0],
+                     "end_day": dailies[-1][0], "days": dailies,
+                     "days_xml": "\n".join(f'<day date="{d}">{escape(t)}</day>' for d, t in dailies),
+                     **when(self._clock.now(), self._summaries.zone(guild_id))},
+                    role="batch", temperature=0.3, guild_id=guild_id, fallback=self._llm.is_offline,
+                )
+            except LLMError:
+                return None
+            text, model = result.text.strip(), result.model
+        async with self._sessions() as session, session.begin():
+            await store.save_rollup(session, guild_id, user_id, period, text, model=model or "none",
+                                    version=self._llm.version("historical_summary"), at=self._clock.now())
+        return text
