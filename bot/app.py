@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from bot.discord_bot import ElefantBot
 from bot.lifecycle import spawn, stop_on_signals
-from bot.llm import LLM, build_llm
+from bot.llm import LLM, build_embedder, build_llm
 from bot.memory.clock import Clock
 from bot.memory.manager import MemoryManager
 from bot.model_turns import ModelTurns
@@ -38,7 +38,7 @@ async def open_app(settings: Settings, *, clock: Clock | None = None) -> AsyncIt
     try:
         await upgrade(engine)
         llm = build_llm(settings, sessions=create_session_factory(engine))
-        memory = MemoryManager(engine, settings, llm=llm, clock=clock)
+        memory = MemoryManager(engine, settings, llm=llm, clock=clock, embedder=build_embedder(settings, llm))
         await memory.start()
         turns = ModelTurns(llm, memory.names, settings, memory.window)
         responder = Responder(memory, router=turns.route, chatter=turns.chat, policy=settings.facts_policy,

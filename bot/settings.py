@@ -63,6 +63,8 @@ class Settings(BaseSettings):
     history_mode: Literal["summary", "daily"] = "summary"
     daily_input_tokens: int = Field(default=200_000, ge=1000)
     recall_half_life_days: float = Field(default=30.0, ge=0)
+    embedding_model: str | None = None
+    embedding_dimensions: int = Field(default=256, ge=8, le=3072)
 
     ingest_batch_rows: int = Field(default=1000, ge=1)
     ingest_flush_ms: int = Field(default=500, ge=1)

@@ -18,6 +18,7 @@ from db.models import (
     ChannelPrivacy,
     ChatMessage,
     DailySummary,
+    Embedding,
     FactRevision,
     GuildSettings,
     HistoricalSummary,
@@ -46,7 +47,14 @@ async def _days(session: AsyncSession, where: ColumnElement[bool]) -> set[date]:
     return days
 
 
+async def _drop_embeddings(session: AsyncSession, guild_id: int, counts: Counter[str]) -> None:
+    """Embeddings are a cache derived from message texts: any deletion in a guild drops the guild's."""
+    result = await session.execute(delete(Embedding).where(Embedding.guild_id == guild_id))
+    counts["embeddings"] += result.rowcount  # type: ignore[attr-defined]
+
+
 async def _drop_summaries_of(session: AsyncSession, guild_id: int, days: set[date], counts: Counter[str]) -> None:
+    await _drop_embeddings(session, guild_id, counts)
     if not days:
         return
     result = await session.execute(delete(DailySummary).where(DailySummary.guild_id == guild_id,
@@ -142,7 +150,7 @@ async def _delete_guild(session: AsyncSession, guild_id: int) -> Counter[str]:
     """Everything the bot keeps about a guild."""
     counts: Counter[str] = Counter()
     for model in (ChatMessage, UserFacts, FactRevision, DailySummary, HistoricalSummary, Rollup, MemberName,
-                  GuildSettings, UserOptOut, ChannelPrivacy, LlmCall):
+                  GuildSettings, UserOptOut, ChannelPrivacy, LlmCall, Embedding):
         result = await session.execute(delete(model).where(model.guild_id == guild_id))  # type: ignore[attr-defined]
         counts[model.__tablename__] += result.rowcount  # type: ignore[attr-defined]
     return counts
@@ -167,9 +175,9 @@ async def remaining(session: AsyncSession, guild_id: int, user_id: int) -> dict[
 
 WORDS = {"chat_history": "messages", "user_facts": "facts entries", "fact_revisions": "fact revisions",
          "daily_summaries": "daily summaries", "historical_summaries": "weekly histories", "rollups": "rollups",
-         "member_names": "names",
-         "fact_revisions_unattributed": "revisions no longer attributed", "llm_calls": "usage records",
-         "channel_privacy": "channel settings", "guild_settings": "settings", "user_optouts": "opt-outs"}
+         "member_names": "names", "fact_revisions_unattributed": "revisions no longer attributed",
+         "llm_calls": "usage records", "channel_privacy": "channel settings", "embeddings": "cached embeddings",
+         "guild_settings": "settings", "user_optouts": "opt-outs"}
 
 
 def rows_in_words(counts: Counter[str]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from sqlalchemy import Boolean, Date, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import Boolean, Date, Index, Integer, LargeBinary, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from db.types import Snowflake, SurrogateKey, UTCDateTime
@@ -173,6 +173,18 @@ class Rollup(Base):
         UniqueConstraint("guild_id", "user_id", "period", "start_date", name="uq_rollups_guild_user_period_start"),
         Index("ix_rollups_guild_end", "guild_id", "end_date"),
     )
+
+
+class Embedding(Base):
+    """A text's embedding, cached per guild by content hash and model (dropped with any deletion in the guild)."""
+
+    __tablename__ = "embeddings"
+
+    guild_id: Mapped[int] = mapped_column(Snowflake, primary_key=True, autoincrement=False)
+    content_hash: Mapped[str] = mapped_column(String(32), primary_key=True)
+    model: Mapped[str] = mapped_column(String(100), primary_key=True)
+    vector: Mapped[bytes] = mapped_column(LargeBinary)  # float32, little-endian
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
 class ChannelPrivacy(Base):

@@ -182,3 +182,22 @@ async def search_summaries(
     rows = await session.execute(query, params)
     return [SummaryRow(u, d if isinstance(d, date) else date.fromisoformat(str(d)), body, float(r), float(s))
             for u, d, body, r, s in rows]
+
+
+async def recent_messages(session: AsyncSession, guild_id: int, *, user_id: int | None, here: int | None,
+                          limit: int) -> list[MessageRow]:
+    """The guild's newest shared messages (candidates that only meaning, not words, may connect to a question)."""
+    user = " AND c.user_id = :user_id" if user_id is not None else ""
+    query = text(f"""
+        SELECT c.message_id, c.channel_id, c.user_id, c.message_text, c.timestamp FROM chat_history AS c
+        WHERE c.guild_id = :guild_id{user} AND c.user_id NOT IN ({_OPTED_OUT})
+          AND (c.channel_id = :here OR c.channel_id NOT IN ({_NOT_SHARED}))
+        ORDER BY c.timestamp DESC LIMIT :limit
+    """).bindparams(bindparam("guild_id", type_=BigInteger()), bindparam("here", type_=BigInteger()),
+                    bindparam("limit", type_=Integer())).columns(timestamp=UTCDateTime())
+    params: dict[str, object] = {"guild_id": guild_id, "here": here, "limit": limit}
+    if user_id is not None:
+        query = query.bindparams(bindparam("user_id", type_=BigInteger()))
+        params["user_id"] = user_id
+    rows = await session.execute(query, params)
+    return [MessageRow(m, c, u, body, ts, 0.0, 0.0) for m, c, u, body, ts in rows]

@@ -18,6 +18,7 @@ from typing import Any
 from aiohttp import web
 
 _PATH = re.compile(r"^/(?P<version>v1\w*)/models/(?P<model>[^/:]+):generateContent$")
+_EMBED = re.compile(r"^/(?P<version>v1\w*)/models/(?P<model>[^/:]+):batchEmbedContents$")
 
 
 @dataclass
@@ -83,6 +84,8 @@ class GeminiStub:
     replies: deque[Reply] = field(default_factory=deque)
     responder: Callable[[StubRequest], Reply] | None = None
     requests: list[StubRequest] = field(default_factory=list)
+    embedder: Callable[[str], list[float]] | None = None  # text -> vector, for batchEmbedContents
+    embedded: list[list[str]] = field(default_factory=list)  # the texts of each embedding request
     _runner: web.AppRunner | None = None
     base_url: str = ""
 
@@ -108,6 +111,12 @@ class GeminiStub:
             await self._runner.cleanup()
 
     async def _handle(self, request: web.Request) -> web.Response:
+        if _EMBED.match(request.path) and self.embedder is not None:
+            body = await request.json()
+            texts = ["".join(p.get("text", "") for p in r["content"]["parts"]) for r in body["requests"]]
+            self.embedded.append(texts)
+            await asyncio.sleep(self.latency)
+            return web.json_response({"embeddings": [{"values": self.embedder(t)} for t in texts]})
         match = _PATH.match(request.path)
         if match is None:
             return web.json_response({"error": {"code": 404, "message": "not found"}}, status=404)

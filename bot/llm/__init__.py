@@ -8,13 +8,22 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.llm.breaker import CircuitBreaker
 from bot.llm.client import LLM
+from bot.llm.embeddings import GeminiEmbedder
 from bot.llm.gemini import GeminiProvider
 from bot.llm.prompts import load_prompts
 from bot.llm.resilience import ResilientProvider
 from bot.llm.usage import UsageRecorder
 from bot.settings import Settings
 
-__all__ = ["LLM", "build_llm"]
+__all__ = ["LLM", "build_embedder", "build_llm"]
+
+
+def build_embedder(settings: Settings, llm: LLM) -> GeminiEmbedder | None:
+    """Gemini embeddings on the LLM's client when EMBEDDING_MODEL is set and a key is configured, else None."""
+    if not settings.embedding_model or llm.client is None:
+        return None
+    return GeminiEmbedder(llm.client, settings.embedding_model, dimensions=settings.embedding_dimensions,
+                          timeout_s=settings.llm_timeout_seconds)
 
 
 def build_llm(settings: Settings, *, sessions: async_sessionmaker[AsyncSession] | None) -> LLM:

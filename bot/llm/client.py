@@ -83,6 +83,11 @@ class LLM:
         name = self.primary.name if self.primary else "none"
         return LLMResult("", None, 0, 0, "", time.perf_counter() - started, name)
 
+    @property
+    def client(self) -> Any:
+        """The google-genai client behind the primary provider, or None (offline)."""
+        return self._client
+
     async def close(self) -> None:
         """Close the HTTP client behind the primary provider, if any."""
         if self._client is not None:

@@ -13,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.llm.client import LLM
+from bot.llm.embeddings import Embedder
 from bot.memory.caches import CacheReport
 from bot.memory.channels import ChannelScopes, Mode
 from bot.memory.clock import Clock
@@ -26,6 +27,7 @@ from bot.memory.recall import Hit, Recall
 from bot.memory.rollups import Rollups
 from bot.memory.summaries import Summaries
 from bot.memory.types import IncomingMessage, MessageDelete, MessageEdit
+from bot.memory.vectors import Vectors
 from bot.memory.window import ChannelWindow
 from bot.settings import Settings
 from db import deletion
@@ -46,6 +48,7 @@ class MemoryManager:
         llm: LLM | None = None,
         facts_model: FactsModel | None = None,
         clock: Clock | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.engine = engine
         self.settings = settings
@@ -75,7 +78,8 @@ class MemoryManager:
             max_queue=settings.ingest_queue_max,
         )
         self._optouts: set[tuple[int, int]] = set()
-        self._recall = Recall(self.sessions, half_life_days=settings.recall_half_life_days)
+        self.vectors = Vectors(self.sessions, embedder, self.clock) if embedder is not None else None
+        self._recall = Recall(self.sessions, half_life_days=settings.recall_half_life_days, vectors=self.vectors)
 
     async def start(self) -> None:
         """Load what ingestion needs to decide (opt-outs) and start the write-behind worker."""
@@ -270,6 +274,8 @@ class MemoryManager:
             self.summaries.drop(guild_id)
         if self._context is not None:
             self._context.drop(guild_id)
+        if self.vectors is not None:
+            self.vectors.drop(guild_id)
         log.info("deleted in guild %s: %s", guild_id, dict(counts))
         return counts
 

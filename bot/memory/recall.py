@@ -11,6 +11,7 @@ score: an old but relevant hit beats nothing, and the decay already puts it belo
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections import Counter
@@ -22,9 +23,11 @@ from zoneinfo import ZoneInfo
 import snowballstemmer
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.memory.vectors import Vectors, cosine
 from db import recall as store
 from db.recall import decay_rate
 
+log = logging.getLogger(__name__)
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Question scaffolding and time words: they say *that* something is asked about the past, not *what*.
 STOPWORDS = frozenset("""
@@ -40,6 +43,9 @@ will with would year years yesterday you your yours yourself yourselves
 """.split())  # noqa: SIM905 - a word list reads better as text
 MAX_TERMS = 8
 POOL_FACTOR = 4
+VECTOR_WEIGHT, TEXT_WEIGHT = 0.7, 0.3
+MIN_HYBRID = 0.2  # below this (before decay) a hybrid hit is noise; the best keyword hit alone scores 0.3
+RECENT_FOR_VECTORS = 200  # the newest messages are candidates for meaning-only matches
 MIN_POOL = 40
 K1, B = 1.2, 0.75  # the usual BM25 constants
 _STEMMER = snowballstemmer.stemmer("english")
@@ -121,9 +127,11 @@ class Hit:
 class Recall:
     """Full-text recall with temporal decay over one database, either dialect."""
 
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], *, half_life_days: float) -> None:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], *, half_life_days: float,
+                 vectors: Vectors | None = None) -> None:
         self._sessions = sessions
         self.half_life_days = half_life_days
+        self._vectors = vectors  # None: text only (the default; embeddings are never required)
 
     async def recall(
         self, guild_id: int, query: str, *, now: datetime, zone: str = "UTC", user_id: int | None = None,
@@ -158,22 +166,44 @@ class Recall:
                         session, guild_id, words, user_id=author, since=days_since, until=days_until,
                         today=now.astimezone(tz).date(), half_life_days=self.half_life_days, limit=size):
                     summaries[(s.user_id, s.day)] = s
+            if self._vectors is not None and since is None and until is None:
+                for m in await store.recent_messages(session, guild_id, user_id=user_id, here=channel_id,
+                                                     limit=RECENT_FOR_VECTORS):
+                    messages.setdefault(m.message_id, m)
         hits = [Hit("message", guild_id, m.user_id, m.text, m.at, 0.0, m.channel_id, m.message_id)
                 for m in messages.values()]
         days = [Hit("summary", guild_id, s.user_id, s.text, datetime.combine(s.day, time(12), tz).astimezone(UTC), 0.0)
                 for s in summaries.values()]
-        return self._rank(terms, [hits, days], now, authors or {})[:limit]
+        return (await self._rank(guild_id, query, terms, [hits, days], now=now, authors=authors or {}))[:limit]
 
-    def _rank(self, terms: list[str], pools: list[list[Hit]], now: datetime,
-              authors: dict[int, set[str]]) -> list[Hit]:
+    async def _rank(self, guild_id: int, query: str, terms: list[str], pools: list[list[Hit]], *, now: datetime,
+                    authors: dict[int, set[str]]) -> list[Hit]:
         rate = decay_rate(self.half_life_days)
+        similarity = await self._similarities(guild_id, query, [h for pool in pools for h in pool])
         scored: list[Hit] = []
         for pool in pools:  # each kind on its own scale, so they compete fairly
             texts = [" ".join([h.text, *sorted(authors.get(h.user_id, ()))]) for h in pool]
             relevance = bm25_scores(terms, texts)
             best = max(relevance, default=0.0) or 1.0
             for hit, r in zip(pool, relevance, strict=True):
+                text_part = r / best
+                if similarity is not None:  # hybrid: both halves count, and noise is dropped
+                    text_part = VECTOR_WEIGHT * max(0.0, similarity[id(hit)]) + TEXT_WEIGHT * text_part
+                    if text_part < MIN_HYBRID:
+                        continue
                 age = max(0.0, (now - hit.at).total_seconds() / 86400)
-                scored.append(replace(hit, score=r / best * math.exp(-rate * age)))
+                scored.append(replace(hit, score=text_part * math.exp(-rate * age)))
         scored.sort(key=lambda h: (-round(h.score, 9), -h.at.timestamp(), h.message_id or 0))
         return scored
+
+    async def _similarities(self, guild_id: int, query: str, hits: list[Hit]) -> dict[int, float] | None:
+        """Cosine similarity of each hit to the question, or None (text only) without embeddings or on failure."""
+        if self._vectors is None or not hits:
+            return None
+        try:
+            [question] = await self._vectors.vectors(guild_id, [query], task="RETRIEVAL_QUERY")
+            vectors = await self._vectors.vectors(guild_id, [h.text for h in hits])
+        except Exception:  # any failure of the optional half leaves the text half working
+            log.warning("embeddings unavailable; recall falls back to text only", exc_info=True)
+            return None
+        return {id(h): cosine(question, v) for h, v in zip(hits, vectors, strict=True)}

@@ -1,0 +1,118 @@
+"""Optional hybrid recall: Gemini embeddings (real google-genai client, local stub), both halves contributing."""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import timedelta
+
+import pytest
+from google import genai
+from google.genai import types
+from sqlalchemy import func, select
+
+from bot.llm.embeddings import GeminiEmbedder
+from bot.memory.manager import MemoryManager
+from bot.memory.recall import MIN_HYBRID, TEXT_WEIGHT
+from db.models import Embedding
+from db.recall import decay_rate
+from tests.factories import ALICE, BOB, GUILD, T0, message
+from tests.gemini_stub import GeminiStub
+from tests.memory.test_facts import AppendingModel
+
+# The stub's "model": words of one concept share a dimension; every other word means nothing to it.
+CONCEPTS = {"exam": 0, "exams": 0, "finals": 0, "test": 0, "flat": 1, "apartment": 1, "lease": 1, "cat": 2,
+            "kitten": 2}
+
+
+def concept_vector(text: str) -> list[float]:
+    vector = [0.0] * 4
+    for word in re.findall(r"\w+", text.lower()):
+        if word in CONCEPTS:
+            vector[CONCEPTS[word]] += 1.0
+    return vector
+
+
+@pytest.fixture
+async def stub():
+    server = await GeminiStub().start()
+    server.embedder = concept_vector
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+async def build(engine, settings, stub):
+    made = []
+
+    async def make(*, hybrid: bool = True) -> MemoryManager:
+        client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=stub.base_url))
+        embedder = GeminiEmbedder(client, "gemini-embedding-001", dimensions=4, timeout_s=5) if hybrid else None
+        memory = MemoryManager(engine, settings, facts_model=AppendingModel(), embedder=embedder)
+        await memory.start()
+        made.append((memory, client))
+        return memory
+
+    yield make
+    for memory, client in made:
+        await memory.close()
+        await client.aio.aclose()
+
+
+async def fill(memory: MemoryManager) -> None:
+    for days, author, text in [(3, BOB, "my finals are on friday, wish me luck"), (2, ALICE, "pizza tonight?"),
+                               (1, ALICE, "the blue kettle is broken"), (1, BOB, "kettle")]:
+        await memory.ingest_message(message(text, author=author, at=T0 - timedelta(days=days)))
+    await memory.flush()
+
+
+async def test_meaning_finds_what_words_miss(build, stub):
+    text_only = await build(hybrid=False)
+    await fill(text_only)
+    assert await text_only.recall(GUILD, "when is the exam?", now=T0) == []  # no shared word
+    hybrid = await build()
+    hits = await hybrid.recall(GUILD, "when is the exam?", now=T0)
+    assert [h.text for h in hits] == ["my finals are on friday, wish me luck"]
+    assert hits[0].score == pytest.approx(0.7 * 1.0 * 2 ** (-3 / 30), rel=1e-3)  # similarity 1, no shared word
+    assert stub.embedded[0] == ["when is the exam?"] and len(stub.embedded) == 2  # the question, then the pool
+
+
+async def test_keyword_hits_still_count_and_their_text_scores_differ(build):
+    memory = await build()
+    await fill(memory)
+    hits = await memory.recall(GUILD, "blue kettle", now=T0)
+    # These words mean nothing to the embedding model: only the text half can find them, and it does.
+    assert hits[0].text == "the blue kettle is broken"
+    assert hits[0].score == pytest.approx(TEXT_WEIGHT * 1.0 * math.exp(-decay_rate(30) * 1), rel=1e-3)
+    assert TEXT_WEIGHT >= MIN_HYBRID  # the best pure keyword hit always passes the minimum
+    assert all(h.text != "kettle" for h in hits)  # half the words, coord² → under the minimum: dropped as noise
+
+
+async def test_embeddings_are_cached_in_sql_by_content(build, stub, engine):
+    memory = await build()
+    await fill(memory)
+    await memory.recall(GUILD, "exam", now=T0)
+    requests = len(stub.embedded)
+    await memory.recall(GUILD, "exam", now=T0)
+    assert len(stub.embedded) == requests  # this process remembers
+    other = await build()  # another process reads them from SQL
+    await other.recall(GUILD, "exam", now=T0)
+    assert len(stub.embedded) == requests
+    async with memory.sessions() as session:
+        stored = await session.scalar(select(func.count()).select_from(Embedding))
+    assert stored == 5  # four messages and the question
+    await memory.forget_member(GUILD, BOB)  # deleted means deleted: derived vectors too
+    async with memory.sessions() as session:
+        assert await session.scalar(select(func.count()).select_from(Embedding)) == 0
+
+
+async def test_a_failing_embedding_model_leaves_text_recall_working(build, stub):
+    memory = await build()
+    await fill(memory)
+
+    def broken(text: str) -> list[float]:
+        raise RuntimeError("embedding model down")
+
+    stub.embedder = broken
+    hits = await memory.recall(GUILD, "blue kettle", now=T0)
+    assert hits and hits[0].text == "the blue kettle is broken" and hits[0].score > TEXT_WEIGHT
