@@ -18,9 +18,9 @@ from db.migrate import upgrade
 
 
 @asynccontextmanager
-async def sqlite_engine(directory: Path) -> AsyncIterator[AsyncEngine]:
-    """A migrated SQLite file of its own."""
-    path = directory / f"bench-{uuid.uuid4().hex[:8]}.db"
+async def sqlite_engine(directory: Path, *, reuse: Path | None = None) -> AsyncIterator[AsyncEngine]:
+    """A migrated SQLite file of its own (or `reuse`, an earlier one)."""
+    path = reuse or directory / f"bench-{uuid.uuid4().hex[:8]}.db"
     engine = create_engine(f"sqlite+aiosqlite:///{path}")
     await upgrade(engine)
     try:

@@ -52,26 +52,63 @@ def decay_rate(half_life_days: float) -> float:
     return math.log(2) / half_life_days if half_life_days > 0 else 0.0
 
 
-def fts5_match(guild_id: int | None, terms: list[str], user_id: int | None) -> str:
-    """An FTS5 query: the guild (and member) scope AND any of the terms (already plain \\w+ words)."""
+def fts5_match(guild_id: int | None, terms: list[str], user_id: int | None, *, every: bool = False) -> str:
+    """An FTS5 query: the guild (and member) scope AND any (or every) term (terms are plain \\w+ words)."""
     scopes = ([f"scope:g{guild_id}"] if guild_id is not None else []) + (
         [f"scope:u{user_id}"] if user_id is not None else [])
-    return " AND ".join([*scopes, f"({' OR '.join(f'body:{chr(34)}{t}{chr(34)}' for t in terms)})"])
+    words = f" {'AND' if every else 'OR'} ".join(f'body:"{t}"' for t in terms)
+    return " AND ".join([*scopes, f"({words})"])
 
 
-# Without a period filter, SQLite first ranks at most the DEPTH most relevant and the RECENT newest matches
-# in the whole database (message IDs are snowflakes, so the newest are the highest rowids), not every match
-# with the guild's scope token: a common word can match a tenth of a million-message guild, and bm25 over the
-# guild's scope doclist tripled the cost. Only when that leaves too few of this guild's messages (a database
-# shared by many guilds) does the exact, scoped query run.
-DEPTH, RECENT = 1000, 300
-_SQLITE_CANDIDATES = """(
-    SELECT * FROM (SELECT rowid AS id, -bm25(chat_fts, 0.0, 1.0) AS rel FROM chat_fts WHERE chat_fts MATCH :match
-                   ORDER BY bm25(chat_fts, 0.0, 1.0) LIMIT {depth})
-    UNION
-    SELECT * FROM (SELECT rowid AS id, -bm25(chat_fts, 0.0, 1.0) AS rel FROM chat_fts WHERE chat_fts MATCH :match
-                   ORDER BY rowid DESC LIMIT {recent})
-) AS k CROSS JOIN chat_history AS c ON c.message_id = k.id"""
+# Without a period filter, SQLite does not rank every match with the guild's scope token: a common word can
+# match a tenth of a ten-million-message database, and bm25 over the guild's scope doclist tripled the cost.
+# It counts the matches database-wide first (streaming rowids, no ranking, stopping at MANY):
+#   - up to MANY: all of them are candidates (exact, and cheap at that size);
+#   - more: the DEPTH best that contain *every* word (a small intersection, and what coord² favours), the
+#     best containing all but one word for longer questions, and the RECENT newest containing any word
+#     (message IDs are snowflakes: the newest are the highest rowids, read without ranking anything).
+# In a database shared by several guilds, every subquery also carries the guild's scope token (slower, but
+# then it is what keeps one guild's common words from crowding out another's).
+MANY, DEPTH, RECENT = 3_000, 1000, 300
+_CANDIDATE = ("SELECT * FROM (SELECT rowid AS id, -bm25(chat_fts, 0.0, 1.0) AS rel, {cover} AS cover FROM chat_fts "
+              "WHERE chat_fts MATCH :{name}{order})")
+Plan = dict[str, tuple[str, str, float]]  # subquery name -> (FTS5 match, ORDER BY … LIMIT …, share of words)
+
+
+def _candidates(plan: Plan) -> str:
+    """The union of candidate subqueries, each row once with the most words it is known to contain."""
+    union = "\n    UNION ALL\n    ".join(_CANDIDATE.format(name=name, order=order, cover=cover)
+                                       for name, (_, order, cover) in plan.items())
+    return (f"(SELECT id, max(rel) AS rel, max(cover) AS cover FROM (\n    {union}\n) GROUP BY id) AS k "
+            "CROSS JOIN chat_history AS c ON c.message_id = k.id")
+
+
+async def _count_upto(session: AsyncSession, match: str, cap: int) -> int:
+    query = text("SELECT count(*) FROM (SELECT rowid FROM chat_fts WHERE chat_fts MATCH :match LIMIT :cap)")
+    return int(await session.scalar(query, {"match": match, "cap": cap}) or 0)
+
+
+async def _shared_database(session: AsyncSession, guild_id: int) -> bool:
+    """Whether another guild has messages here (an index lookup)."""
+    other = text("SELECT 1 FROM chat_history WHERE guild_id > :g OR guild_id < :g LIMIT 1")
+    return await session.scalar(other, {"g": guild_id}) is not None
+
+
+def _sqlite_plan(guild_id: int | None, terms: list[str], user_id: int | None, matches: int) -> Plan:
+    """Which candidates to rank (see above); `cover` lets the pool prefer the complete matches, like coord²."""
+    n = len(terms)
+    any_word = fts5_match(guild_id, terms, user_id)
+    if matches <= MANY:
+        return {"m_any": (any_word, " LIMIT -1", 1.0)}  # a LIMIT keeps SQLite from flattening bm25 away
+    rank = " ORDER BY bm25(chat_fts, 0.0, 1.0) LIMIT {}"
+    plan: Plan = {"m_recent": (any_word, f" ORDER BY rowid DESC LIMIT {RECENT}", 1 / n)}
+    if n > 1:
+        plan["m_all"] = (fts5_match(guild_id, terms, user_id, every=True), rank.format(DEPTH), 1.0)
+    if n > 2:  # all but one word, for questions of three words or more
+        for i in range(n):
+            plan[f"m_but{i}"] = (fts5_match(guild_id, terms[:i] + terms[i + 1:], user_id, every=True),
+                                 rank.format(DEPTH // n), (n - 1) / n)
+    return plan
 
 
 async def search_messages(
@@ -81,20 +118,21 @@ async def search_messages(
     """The best `limit` messages by relevance × decay (`since` / `until`: None for no bound)."""
     args = (session, guild_id, terms, user_id, since, until, now, half_life_days, here, limit)
     if session.bind.dialect.name == "sqlite" and since is None and until is None:  # type: ignore[union-attr]
-        rows = await _search_messages(*args, capped=True)
-        if len(rows) >= limit:
-            return rows
-    return await _search_messages(*args, capped=False)
+        scope = guild_id if await _shared_database(session, guild_id) else None
+        matches = await _count_upto(session, fts5_match(scope, terms, user_id), MANY + 1)
+        return await _search_messages(*args, plan=_sqlite_plan(scope, terms, user_id, matches))
+    return await _search_messages(*args, plan=None)
 
 
 async def _search_messages(  # noqa: PLR0917 - one call site, the public function above
     session: AsyncSession, guild_id: int, terms: list[str], user_id: int | None, since: datetime | None,
-    until: datetime | None, now: datetime, half_life_days: float, here: int | None, limit: int, *, capped: bool,
+    until: datetime | None, now: datetime, half_life_days: float, here: int | None, limit: int, *,
+    plan: Plan | None,
 ) -> list[MessageRow]:
     sqlite = session.bind.dialect.name == "sqlite"  # type: ignore[union-attr]
-    if capped:
-        source = _SQLITE_CANDIDATES.format(depth=DEPTH, recent=RECENT)
-        relevance = "k.rel"
+    if plan is not None:
+        source = _candidates(plan)
+        relevance = "k.rel * k.cover * k.cover"
         match = "1 = 1"
         age = "max(0.0, julianday(:now) - julianday(c.timestamp))"
     elif sqlite:
@@ -127,8 +165,12 @@ async def _search_messages(  # noqa: PLR0917 - one call site, the public functio
     ).columns(timestamp=UTCDateTime())
     params: dict[str, object] = {"guild_id": guild_id, "since": since or FAR_PAST, "until": until or FAR_FUTURE,
                                  "now": now, "rate": decay_rate(half_life_days), "here": here, "limit": limit}
-    if sqlite:
-        params["match"] = fts5_match(None if capped else guild_id, terms, user_id)
+    if plan is not None:
+        for name, (match_text, _, _) in plan.items():
+            params[name] = match_text
+            query = query.bindparams(bindparam(name, type_=String()))
+    elif sqlite:
+        params["match"] = fts5_match(guild_id, terms, user_id)
         query = query.bindparams(bindparam("match", type_=String()))
     else:
         params["words"] = " or ".join(terms)

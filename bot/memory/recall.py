@@ -46,7 +46,7 @@ POOL_FACTOR = 4
 VECTOR_WEIGHT, TEXT_WEIGHT = 0.7, 0.3
 MIN_HYBRID = 0.2  # below this (before decay) a hybrid hit is noise; the best keyword hit alone scores 0.3
 RECENT_FOR_VECTORS = 200  # the newest messages are candidates for meaning-only matches
-MIN_POOL = 40
+MIN_POOL = 100
 K1, B = 1.2, 0.75  # the usual BM25 constants
 _STEMMER = snowballstemmer.stemmer("english")
 

@@ -12,6 +12,7 @@ from sqlalchemy import update
 from bot.memory.manager import MemoryManager
 from bot.memory.recall import query_terms, relative_age
 from bot.settings import Settings
+from db import recall as recall_store
 from db.engine import create_engine
 from db.recall import decay_rate
 from db.summaries import save_day
@@ -87,6 +88,21 @@ async def test_decay_orders_equal_relevance_by_age_but_relevance_still_wins(memo
     assert hits[BOB] == pytest.approx(math.exp(-decay_rate(30) * 2))  # relevance 1 (the pool's best) × decay
     assert hits[ALICE] / hits[BOB] == pytest.approx(math.exp(-decay_rate(30) * 58))  # same text, older
     assert hits[CAROL] < hits[BOB]  # newer, but "kettle" alone is less relevant
+
+
+async def test_the_plan_for_common_words_finds_the_same_best_hits(memory, monkeypatch):
+    await fill(memory)
+    questions = ["chemistry exam", "decide trip Lisbon train", "morning pizza exam"]
+    exact = [[h.text for h in await memory.recall(GUILD, q, now=NOW, limit=1)] for q in questions]
+    monkeypatch.setattr(recall_store, "MANY", 0)  # as if every word matched millions of messages
+    monkeypatch.setattr(recall_store, "RECENT", 1)  # and only the newest match of any word were read
+    planned = [[h.text for h in await memory.recall(GUILD, q, now=NOW, limit=1)] for q in questions]
+    assert planned == exact and all(exact)  # the weeks-old complete answers are still found
+    if memory.engine.dialect.name != "sqlite":
+        return  # PostgreSQL ranks every match with its GIN index; the plan is SQLite's
+    # One common word alone: only its newest matches are read (ranking millions is what the plan avoids).
+    assert [h.text for h in await memory.recall(GUILD, "trip", now=NOW)] == [
+        "Trip photos from last year are in the drive"]
 
 
 async def test_filters_by_member_and_period(memory):
