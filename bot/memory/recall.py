@@ -17,6 +17,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
+from functools import lru_cache
 from typing import Literal
 from zoneinfo import ZoneInfo
 
@@ -60,6 +61,12 @@ def query_terms(query: str, *, drop: set[str] | None = None) -> list[str]:
     return seen[:MAX_TERMS]
 
 
+@lru_cache(maxsize=100_000)
+def stem(word: str) -> str:
+    """The Snowball stem; cached, since the stemmer is pure Python and chat repeats its words all day."""
+    return _STEMMER.stemWord(word)
+
+
 def bm25_scores(terms: list[str], texts: list[str]) -> list[float]:
     """BM25 of each text for the terms (document frequencies from `texts` themselves: the pool) × coord².
 
@@ -67,8 +74,8 @@ def bm25_scores(terms: list[str], texts: list[str]) -> list[float]:
     message with every word of "where did Bob's bike get stolen" is far likelier the answer than one that
     only says "stolen", and the product with the decay must not let a week's chatter bury it.
     """
-    stems = set(_STEMMER.stemWords(terms))
-    docs = [Counter(_STEMMER.stemWords(_WORD.findall(t.lower()))) for t in texts]
+    stems = {stem(t) for t in terms}
+    docs = [Counter(map(stem, _WORD.findall(t.lower()))) for t in texts]
     if not docs:
         return []
     avg = sum(sum(d.values()) for d in docs) / len(docs) or 1.0
