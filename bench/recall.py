@@ -158,7 +158,29 @@ def pct(values: list[float], p: int) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-async def run(args: argparse.Namespace) -> None:
+@dataclass
+class Figures:
+    messages: int
+    questions: int
+    recall_at_5: float
+    in_context: float
+    in_baseline: float
+    p50_ms: float
+    p99_ms: float
+    queries: int
+
+    def table(self) -> str:
+        return "\n".join([
+            f"| {self.messages:,} messages, {self.questions} questions (answers 15–110 days old) "
+            "| Elefant | baseline |",
+            "|---|---|---|",
+            f"| recall@5 | {self.recall_at_5:.2f} | — |",
+            f"| answer in the {BUDGET:,}-token context | {self.in_context:.2f} | {self.in_baseline:.2f} |",
+            f"| recall latency p50 / p99 ({self.queries} queries) | {self.p50_ms:.1f} / {self.p99_ms:.1f} ms | — |",
+        ])
+
+
+async def measure(args: argparse.Namespace) -> Figures:
     directory = Path(args.dir or tempfile.mkdtemp(prefix="elefant-recall-"))
     async with sqlite_engine(directory, reuse=args.reuse) as engine:
         path = Path(str(engine.url.database))
@@ -211,15 +233,11 @@ async def run(args: argparse.Namespace) -> None:
         await memory.close()
 
     n = len(plants)
-    print(f"\n| {args.messages:,} messages, {n} questions (answers 15–110 days old) | Elefant | baseline |")
-    print("|---|---|---|")
-    print(f"| recall@5 | {found / n:.2f} | — |")
-    print(f"| answer in the {BUDGET:,}-token context | {in_context / n:.2f} | {in_baseline / n:.2f} |")
-    p50, p99 = pct(timings, 50), pct(timings, 99)
-    print(f"| recall latency p50 / p99 ({len(queries)} queries) | {p50:.1f} / {p99:.1f} ms | — |")
+    return Figures(args.messages, n, found / n, in_context / n, in_baseline / n, pct(timings, 50), pct(timings, 99),
+                   len(queries))
 
 
-def main() -> None:
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--days", type=int, default=120)
@@ -227,7 +245,11 @@ def main() -> None:
     parser.add_argument("--verbose", action="store_true", help="print the questions whose answer was missed")
     parser.add_argument("--reuse", type=Path, help="a database file built earlier with the same arguments")
     parser.add_argument("--dir", help="where to build the database (default: a temporary directory)")
-    asyncio.run(run(parser.parse_args()))
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    print("\n" + asyncio.run(measure(parse())).table())
 
 
 if __name__ == "__main__":
