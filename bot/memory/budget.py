@@ -62,11 +62,13 @@ def assemble(sections: list[Section], budget: int) -> str:
     if not present or budget <= 0:
         return ""
     room = budget - (len(present) - 1)  # one token for each newline between sections
-    allot = {id(s): min(s.need(), room if s.guaranteed else int(s.share * room)) for s in present}
-    guaranteed = sum(allot[id(s)] for s in present if s.guaranteed)
+    allot = {id(s): min(s.need(), room) for s in present if s.guaranteed}
+    guaranteed = sum(allot.values())
     if guaranteed > room:  # only facts longer than the whole budget: they still lead, trimmed
-        for s in present:
-            allot[id(s)] = room if s.guaranteed and s is present[0] else 0
+        allot = {id(s): room if s.guaranteed and s is present[0] else 0 for s in present}
+    shared = max(0, room - guaranteed)  # shares are of what the guaranteed sections leave
+    for s in present:
+        allot.setdefault(id(s), min(s.need(), int(s.share * shared)))
     left = room - sum(allot.values())
     for s in present:  # what others did not need, in priority order
         extra = min(max(0, s.need() - allot[id(s)]), max(0, left))
@@ -90,3 +92,15 @@ def memory_sections(facts: str, today: str, history: str, earlier: str = "",
         Section("Recalled", items=list(recalled or []), share=0.25),
         Section("Earlier", earlier, share=0.2, keep="end"),
     ]
+
+
+def with_facts(facts: str, note: str, budget: int) -> str:
+    """A model's merged note within the budget, the facts guaranteed verbatim.
+
+    The model is asked not to repeat the facts; if it did anyway (or is the offline merge, which starts with
+    them), the note is kept as it is when it fits. Otherwise the facts lead and the note gets what is left.
+    """
+    squash = " ".join(facts.split())
+    if not squash or (squash in " ".join(note.split()) and estimate_tokens(note) <= budget):
+        return trim_to_tokens(note.strip(), budget)
+    return assemble([Section("Facts", facts, guaranteed=True), Section("Notes", note, share=1.0)], budget)

@@ -12,9 +12,9 @@ from cachetools import TTLCache
 from bot.lifecycle import keep
 from bot.llm.client import LLM
 from bot.llm.prompts import when
-from bot.llm.tokens import trim_to_tokens
+from bot.llm.tokens import estimate_tokens, trim_to_tokens
 from bot.llm.types import LLMError
-from bot.memory.budget import assemble, memory_sections
+from bot.memory.budget import assemble, memory_sections, with_facts
 from bot.memory.caches import CacheReport, CountingLRU, drop_entries
 from bot.memory.clock import Clock, local_day
 from bot.memory.facts import FactsStore
@@ -118,9 +118,10 @@ class ContextBuilder:
                 "merge_context",
                 {"subject": await self._names.name(guild_id, user_id), **when(now, self._summaries.zone(guild_id)),
                  "facts": facts, "current_day": today, "history": history, "earlier": earlier,
-                 "max_tokens": budget},
+                 "max_tokens": budget,
+                 "note_tokens": max(budget // 4, budget - estimate_tokens(f"Facts: {facts}"))},
                 temperature=0.2, guild_id=guild_id, fallback=self._llm.is_offline,
             )
         except LLMError:
             return fallback_context(facts, today, history, earlier, budget=budget) or ""
-        return trim_to_tokens(result.text, budget)
+        return with_facts(facts, result.text, budget)

@@ -83,7 +83,7 @@ async def test_historical_summary_keeps_dates_and_the_newest_days():
 async def test_merge_context_is_a_labelled_concatenation_within_budget():
     variables = {"subject": "Ana", **WHEN, "facts": "Ana is vegetarian.",
                  "current_day": "Ana talked about exams.", "history": "Ana studied all week. " * 50,
-                 "earlier": "Week of 2026-10-26: Ana moved flats.", "max_tokens": 60}
+                 "earlier": "Week of 2026-10-26: Ana moved flats.", "max_tokens": 60, "note_tokens": 50}
     result = await run("merge_context", variables)
     assert result.text.startswith("Facts: Ana is vegetarian.\nToday: Ana talked about exams.\nLast week: Ana studied")
     assert "\nEarlier: " in result.text and result.text.endswith("Ana moved flats.")  # its share, trimmed

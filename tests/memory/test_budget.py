@@ -45,3 +45,12 @@ def test_history_keeps_its_newest_end():
     week = " ".join(f"On 2026-11-{d:02d}: day {d} happened." for d in range(1, 30))
     out = assemble(sections("", "", week, []), 40)
     assert out.startswith("Last week: ") and out.endswith("day 29 happened.")
+
+
+def test_long_facts_leave_every_section_its_share_of_the_rest():
+    facts = "Ana likes tea. " * 60  # about half of the budget
+    long = "something happened. " * 400
+    out = assemble(sections(facts, long, long, [long[:200]] * 5), 500)
+    assert out.startswith(f"Facts: {facts.strip()}") and estimate_tokens(out) <= 500
+    assert [line.split(":")[0] for line in out.splitlines() if not line.startswith("- ")] == [
+        "Facts", "Today", "Last week", "Recalled"]  # trimmed to their shares, none dropped whole

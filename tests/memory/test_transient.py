@@ -150,6 +150,27 @@ async def test_merged_context_is_cached_by_content(make, stub):
     assert again is not None and "Ana is vegetarian" in again
 
 
+async def test_facts_survive_a_merge_that_leaves_them_out_and_the_budget_holds(make, stub):
+    from bot.llm.tokens import estimate_tokens
+    from tests.gemini_stub import text
+
+    def forgetful(request):  # a model that ignores the facts and writes far too much
+        if "<today>" in request.prompt_text:
+            return text("Ana spent the day on launch plans. " * 400)
+        return scripted_model(request)
+
+    memory = await make(context_token_budget=300)
+    await seed(memory, NOON - timedelta(hours=1))
+    await memory.remember(GUILD, ALICE, "Ana is vegetarian and lives in Porto", requested_by=ALICE)
+    stub.responder = forgetful
+    context = await memory.get_memories(GUILD, ALICE)
+    assert context is not None and context.startswith("Facts: Ana is vegetarian and lives in Porto.")
+    assert "Notes: Ana spent the day on launch plans." in context and estimate_tokens(context) <= 300
+    merge = " ".join(next(r for r in stub.requests if "<today>" in r.prompt_text).prompt_text.split())
+    note = 300 - estimate_tokens("Facts: Ana is vegetarian and lives in Porto.")  # what the facts leave
+    assert "at most 300 tokens" in merge and f"at most about {note} tokens" in merge
+
+
 async def test_nothing_known_is_none(make):
     memory = await make()
     assert await memory.get_memories(GUILD, ALICE) is None
