@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
+from cachetools import TTLCache
 from sqlalchemy import BigInteger, Date, Float, Integer, String, bindparam, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -56,29 +57,41 @@ def fts5_match(guild_id: int | None, terms: list[str], user_id: int | None, *, e
     """An FTS5 query: the guild (and member) scope AND any (or every) term (terms are plain \\w+ words)."""
     scopes = ([f"scope:g{guild_id}"] if guild_id is not None else []) + (
         [f"scope:u{user_id}"] if user_id is not None else [])
-    words = f" {'AND' if every else 'OR'} ".join(f'body:"{t}"' for t in terms)
-    return " AND ".join([*scopes, f"({words})"])
+    return _match(scopes, [f'body:"{t}"' for t in terms], every=every)
 
 
-# Without a period filter, SQLite does not rank every match with the guild's scope token: a common word can
-# match a tenth of a ten-million-message database, and bm25 over the guild's scope doclist tripled the cost.
-# It counts the matches database-wide first (streaming rowids, no ranking, stopping at MANY):
-#   - up to MANY: all of them are candidates (exact, and cheap at that size);
-#   - more: the DEPTH best that contain *every* word (a small intersection, and what coord² favours), the
-#     best containing all but one word for longer questions, and the RECENT newest containing any word
-#     (message IDs are snowflakes: the newest are the highest rowids, read without ranking anything).
-# In a database shared by several guilds, every subquery also carries the guild's scope token (slower, but
-# then it is what keeps one guild's common words from crowding out another's).
-MANY, DEPTH, RECENT = 3_000, 1000, 300
-_CANDIDATE = ("SELECT * FROM (SELECT rowid AS id, -bm25(chat_fts, 0.0, 1.0) AS rel, {cover} AS cover FROM chat_fts "
+def _match(scopes: list[str], words: list[str], *, every: bool = False) -> str:
+    joined = (" AND " if every else " OR ").join(words)
+    return " AND ".join([*scopes, f"({joined})"])
+
+
+# Without a period filter, SQLite does not rank every match. Two costs grow with the database, and the plan
+# keeps both bounded:
+#   - ranking: bm25 reads each matching row's length, so ranking every match of a common word (a tenth of a
+#     ten-million-message database) costs seconds;
+#   - bm25's idf: it counts every row holding each word of the query, once per query, so a word (or a member's
+#     scope token) found in a million rows costs ~100 ms even when two rows are ranked.
+# So words and scope tokens found in more than COMMON rows (counted once, capped, cached for a while) leave
+# the full-text query: such a word says little about which message is meant (the final ranking in Python
+# still counts it), and a common member or guild scope is filtered by the join instead. With what is left:
+#   - up to MANY matches: all of them are ranked (exact, and cheap at that size);
+#   - more: the DEPTH best containing *every* word (a small intersection, and what coord² favours), the best
+#     containing all but one word for longer questions, and the RECENT newest containing any word (message
+#     IDs are snowflakes: the newest are the highest rowids, read without ranking anything).
+#   - and the RECENT newest rows holding any of the common words, unranked, after the ranked ones (with only
+#     common words, they are all there is: recency is the one signal left).
+MANY, DEPTH, RECENT, COMMON = 3_000, 1000, 300, 50_000
+_CANDIDATE = ("SELECT * FROM (SELECT rowid AS id, {rel} AS rel, {cover} AS cover FROM chat_fts "
               "WHERE chat_fts MATCH :{name}{order})")
-Plan = dict[str, tuple[str, str, float]]  # subquery name -> (FTS5 match, ORDER BY … LIMIT …, share of words)
+_BM25 = "-bm25(chat_fts, 0.0, 1.0)"
+Plan = dict[str, tuple[str, str, float, str]]  # subquery -> (FTS5 match, ORDER BY … LIMIT …, share of words, rel)
+_counts: TTLCache[tuple[str, str], int] = TTLCache(maxsize=20_000, ttl=600)
 
 
 def _candidates(plan: Plan) -> str:
     """The union of candidate subqueries, each row once with the most words it is known to contain."""
-    union = "\n    UNION ALL\n    ".join(_CANDIDATE.format(name=name, order=order, cover=cover)
-                                       for name, (_, order, cover) in plan.items())
+    union = "\n    UNION ALL\n    ".join(_CANDIDATE.format(name=name, order=order, cover=cover, rel=rel)
+                                       for name, (_, order, cover, rel) in plan.items())
     return (f"(SELECT id, max(rel) AS rel, max(cover) AS cover FROM (\n    {union}\n) GROUP BY id) AS k "
             "CROSS JOIN chat_history AS c ON c.message_id = k.id")
 
@@ -88,26 +101,43 @@ async def _count_upto(session: AsyncSession, match: str, cap: int) -> int:
     return int(await session.scalar(query, {"match": match, "cap": cap}) or 0)
 
 
+async def _common(session: AsyncSession, token: str) -> bool:
+    """Whether more than COMMON rows hold this word or scope token (cached: it changes slowly)."""
+    key = (str(session.bind.url), token)  # type: ignore[union-attr]
+    if (count := _counts.get(key)) is None:
+        count = _counts[key] = await _count_upto(session, token, COMMON + 1)
+    return count > COMMON
+
+
 async def _shared_database(session: AsyncSession, guild_id: int) -> bool:
     """Whether another guild has messages here (an index lookup)."""
     other = text("SELECT 1 FROM chat_history WHERE guild_id > :g OR guild_id < :g LIMIT 1")
     return await session.scalar(other, {"g": guild_id}) is not None
 
 
-def _sqlite_plan(guild_id: int | None, terms: list[str], user_id: int | None, matches: int) -> Plan:
+async def _sqlite_plan(session: AsyncSession, guild_id: int, terms: list[str], user_id: int | None) -> Plan:
     """Which candidates to rank (see above); `cover` lets the pool prefer the complete matches, like coord²."""
-    n = len(terms)
-    any_word = fts5_match(guild_id, terms, user_id)
-    if matches <= MANY:
-        return {"m_any": (any_word, " LIMIT -1", 1.0)}  # a LIMIT keeps SQLite from flattening bm25 away
+    scopes = ([f"scope:g{guild_id}"] if await _shared_database(session, guild_id) else []) + (
+        [f"scope:u{user_id}"] if user_id is not None else [])
+    scopes = [s for s in scopes if not await _common(session, s)]
+    words = [f'body:"{t}"' for t in terms]
+    rare = [w for w in words if not await _common(session, w)]
+    if not rare:
+        return {"m_common": (_match(scopes, words), f" ORDER BY rowid DESC LIMIT {RECENT}", 1 / len(words), "1.0")}
+    n = len(rare)
+    newest = f" ORDER BY rowid DESC LIMIT {RECENT}"
+    # The newest rows holding only common words come unranked (rel 0: after every ranked one, newest first).
+    plan: Plan = {"m_common": (_match(scopes, words), newest, 1 / len(words), "0.0")} if n < len(words) else {}
+    if await _count_upto(session, _match(scopes, rare), MANY + 1) <= MANY:  # a LIMIT keeps bm25 from flattening
+        return plan | {"m_any": (_match(scopes, rare), " LIMIT -1", 1.0, _BM25)}
     rank = " ORDER BY bm25(chat_fts, 0.0, 1.0) LIMIT {}"
-    plan: Plan = {"m_recent": (any_word, f" ORDER BY rowid DESC LIMIT {RECENT}", 1 / n)}
+    plan["m_recent"] = (_match(scopes, rare), newest, 1 / n, _BM25)
     if n > 1:
-        plan["m_all"] = (fts5_match(guild_id, terms, user_id, every=True), rank.format(DEPTH), 1.0)
+        plan["m_all"] = (_match(scopes, rare, every=True), rank.format(DEPTH), 1.0, _BM25)
     if n > 2:  # all but one word, for questions of three words or more
         for i in range(n):
-            plan[f"m_but{i}"] = (fts5_match(guild_id, terms[:i] + terms[i + 1:], user_id, every=True),
-                                 rank.format(DEPTH // n), (n - 1) / n)
+            plan[f"m_but{i}"] = (_match(scopes, rare[:i] + rare[i + 1:], every=True), rank.format(DEPTH // n),
+                                 (n - 1) / n, _BM25)
     return plan
 
 
@@ -118,9 +148,7 @@ async def search_messages(
     """The best `limit` messages by relevance × decay (`since` / `until`: None for no bound)."""
     args = (session, guild_id, terms, user_id, since, until, now, half_life_days, here, limit)
     if session.bind.dialect.name == "sqlite" and since is None and until is None:  # type: ignore[union-attr]
-        scope = guild_id if await _shared_database(session, guild_id) else None
-        matches = await _count_upto(session, fts5_match(scope, terms, user_id), MANY + 1)
-        return await _search_messages(*args, plan=_sqlite_plan(scope, terms, user_id, matches))
+        return await _search_messages(*args, plan=await _sqlite_plan(session, guild_id, terms, user_id))
     return await _search_messages(*args, plan=None)
 
 
@@ -133,7 +161,7 @@ async def _search_messages(  # noqa: PLR0917 - one call site, the public functio
     if plan is not None:
         source = _candidates(plan)
         relevance = "k.rel * k.cover * k.cover"
-        match = "1 = 1"
+        match = "c.user_id = :user_id" if user_id is not None else "1 = 1"  # a common scope left the FTS query
         age = "max(0.0, julianday(:now) - julianday(c.timestamp))"
     elif sqlite:
         # CROSS JOIN fixes the order: full-text matches first, then their rows (else SQLite may walk the
@@ -166,9 +194,12 @@ async def _search_messages(  # noqa: PLR0917 - one call site, the public functio
     params: dict[str, object] = {"guild_id": guild_id, "since": since or FAR_PAST, "until": until or FAR_FUTURE,
                                  "now": now, "rate": decay_rate(half_life_days), "here": here, "limit": limit}
     if plan is not None:
-        for name, (match_text, _, _) in plan.items():
+        for name, (match_text, *_) in plan.items():
             params[name] = match_text
             query = query.bindparams(bindparam(name, type_=String()))
+        if user_id is not None:
+            params["user_id"] = user_id
+            query = query.bindparams(bindparam("user_id", type_=BigInteger()))
     elif sqlite:
         params["match"] = fts5_match(guild_id, terms, user_id)
         query = query.bindparams(bindparam("match", type_=String()))

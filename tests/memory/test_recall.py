@@ -105,6 +105,22 @@ async def test_the_plan_for_common_words_finds_the_same_best_hits(memory, monkey
         "Trip photos from last year are in the drive"]
 
 
+async def test_common_words_and_busy_members_leave_the_full_text_query_but_not_the_ranking(memory, monkeypatch):
+    await fill(memory)
+    asked = [("chemistry exam", None), ("decide trip Lisbon train", None), ("exam", BOB), ("trip", ALICE),
+             ("morning pizza trip", None)]
+
+    async def best():
+        return [[h.text for h in await memory.recall(GUILD, q, now=NOW, user_id=u, limit=2)] for q, u in asked]
+
+    exact = await best()
+    monkeypatch.setattr(recall_store, "COMMON", 1)  # every member, and every word said twice, is "common"
+    recall_store._counts.clear()
+    assert await best() == exact and all(exact)
+    assert exact[2] == ["The exam went fine, I think", "My chemistry exam is on the 14th, wish me luck"]
+    assert exact[3] == ["We decided: the trip goes to Lisbon in May, train both ways"]  # only Alice's
+
+
 async def test_filters_by_member_and_period(memory):
     await fill(memory)
     exam = await memory.recall(GUILD, "exam", now=NOW, user_id=ALICE)
