@@ -90,7 +90,7 @@ async def test_one_daily_call_per_guild_day_persisted_and_reused_by_a_fresh_mana
 
 
 async def test_fifty_concurrent_cold_calls_make_one_daily_call(make, stub):
-    memory = await make()
+    memory = await make(memory_wait_seconds=30)  # single flight is tested here; the latency guard below
     await seed(memory, NOON - timedelta(hours=1))
     stub.latency = 0.1
     users = [ALICE, BOB, CAROL] * 17
