@@ -89,6 +89,14 @@ async def measure(args: argparse.Namespace) -> None:
             for back in range(1, 7):
                 await memory.summaries.past_day(GUILD, (NOW - timedelta(days=back)).date())
             per_day = (llm_calls(stub) - before) / 6
+            # A member's first context starts rolling up their older weeks and months in the background
+            # (older days summarised once for the guild, then one call per member and period); in the steady
+            # state those are stored, like the finished days. Built here, and counted, for the members below.
+            background = []
+            for u in range(25):  # the five measured cold below, and the twenty whose cache bytes are measured
+                before = llm_calls(stub)
+                await memory.rollups.earlier(GUILD, GUILD + 100 + u, NOW.date(), wait=True)  # type: ignore[union-attr]
+                background.append(llm_calls(stub) - before)
             await memory.close()
 
             # Cold: a fresh process (empty caches) over the same database, like a restart.
@@ -123,6 +131,9 @@ async def measure(args: argparse.Namespace) -> None:
          f"{args.per_day:,} messages/day, {args.users} users"],
         ["LLM calls, first cold context of the day (guild)", str(cold_calls[0]), "today's batch + history + merge"],
         ["LLM calls, cold context of another member", str(max(cold_calls[1:])), "history + merge"],
+        ["background LLM calls, a member's first rollups (first / another member)",
+         f"{background[0]} / {max(background[1:5])}",
+         f"older days summarised once per guild, then one call per member and period ({args.days} days)"],
         ["cold get_memories p50", f"{statistics.median(cold_times) * 1000:.0f} ms", f"stub latency {args.latency}s"],
         ["warm get_memories p50", f"{_pct(warm, 50) * 1000:.3f} ms", f"{len(warm)} calls"],
         ["warm get_memories p99", f"{_pct(warm, 99) * 1000:.3f} ms", "target < 1 ms"],
@@ -143,8 +154,9 @@ async def measure(args: argparse.Namespace) -> None:
 async def growth(args: argparse.Namespace, stub: GeminiStub, mode: str = "summary") -> list[tuple[int, int]]:
     """Context tokens for one member as the stored history grows from `sizes[0]` to `sizes[-1]` messages.
 
-    The last week is the same in every run (140 messages a day, 10 of them from the member); everything
-    else is older history spread over the year before. The context must not grow with it.
+    The member's own activity is the same in every run: 10 messages a day in the last week (of 100 a day)
+    and one message every fourth day over the year before. What grows is everyone else's history, spread
+    over that year. The context must not grow with it (rollups included, built as in the steady state).
     """
     out = []
     stub.latency = 0.0
@@ -155,20 +167,25 @@ async def growth(args: argparse.Namespace, stub: GeminiStub, mode: str = "summar
                 settings = Settings(_env_file=None, memory_wait_seconds=600, history_mode=mode)  # type: ignore[call-arg]
                 memory = MemoryManager(engine, settings, llm=llm, clock=FakeClock(NOW))
                 await memory.start()
-                recent = 7 * 140
+                recent = 7 * 100
                 for d in range(7):
-                    for i in range(140):
-                        await memory.ingest_message(_message(d, i, 0 if i % 14 == 0 else 1 + i % 50,
+                    for i in range(100):
+                        await memory.ingest_message(_message(d, i, 0 if i % 10 == 0 else 1 + i % 50,
                                                              NOW.replace(hour=1) - timedelta(days=d, seconds=-60 * i)))
-                old = max(0, total - recent)
+                own = range(8, 8 + 365, 4)
+                for back in own:
+                    at = NOW - timedelta(days=back, hours=3)
+                    await memory.ingest_message(_message(back, 9_000_000 + back, 0, at))
+                old = max(0, total - recent - len(own))
                 for i in range(old):
                     back = 8 + (i * 365) // max(old, 1)
                     at = NOW - timedelta(days=back, seconds=i % 80000)
-                    await memory.ingest_message(_message(back, i, i % 200, at))
+                    await memory.ingest_message(_message(back, i, 1 + i % 199, at))
                 await memory.flush()
                 await memory.remember(GUILD, GUILD + 100, "user0 is vegetarian and plays chess", requested_by=GUILD)
+                await memory.rollups.earlier(GUILD, GUILD + 100, NOW.date(), wait=True)  # type: ignore[union-attr]
                 context = await memory.get_memories(GUILD, GUILD + 100) or ""
-                out.append((recent + old, estimate_tokens(context)))
+                out.append((recent + len(own) + old, estimate_tokens(context)))
                 await memory.close()
                 await client.aio.aclose()
     return out

@@ -285,4 +285,6 @@ class MemoryManager:
 
     async def close(self) -> None:
         """Drain the queue and stop background work; the engine stays open for its owner to dispose."""
+        if self.rollups is not None:
+            await self.rollups.close()
         await self.ingest.close()

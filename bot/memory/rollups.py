@@ -2,23 +2,27 @@
 
 Built lazily from the daily summaries of the period (one `historical_summary` call per member and period,
 the same prompt as days 2–7), and persisted: a period that is over never changes, so it is summarised once.
+The past never slows a reply: a context uses the rollups already stored, and what is missing is built in
+the background (with a model; offline it is instant, so it is built at once) for the next context.
 The originals stay; a deletion drops every rollup whose period holds an affected day (db/deletion.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 from datetime import date, timedelta
 from html import escape
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.lifecycle import keep
 from bot.llm.client import LLM
 from bot.llm.prompts import when
 from bot.llm.types import LLMError
 from bot.memory.caches import CountingLRU, drop_entries
 from bot.memory.clock import Clock
 from bot.memory.names import NameDirectory
-from bot.memory.summaries import Summaries
+from bot.memory.summaries import SingleFlight, Summaries
 from db import summaries as store
 from db.summaries import Period
 
@@ -65,24 +69,55 @@ class Rollups:
         self._names = names
         self._clock = clock
         self._cache: CountingLRU[tuple[int, int, str, date], str] = CountingLRU(65536)
+        self._flight = SingleFlight()
+        self._building: set[asyncio.Future[tuple[str, bool]]] = set()
 
     def drop(self, guild_id: int) -> None:
         drop_entries(self._cache, guild_id)
 
-    async def earlier(self, guild_id: int, user_id: int, today: date) -> str:
-        """'September 2026: …  Week of …: …  On …: …' for the member, oldest first; "" when nothing is known."""
+    async def close(self) -> None:
+        """Stop background builds (what they finished is stored; the rest is built next time)."""
+        await asyncio.gather(*self._flight.cancel(), *self._building, return_exceptions=True)
+
+    async def earlier(self, guild_id: int, user_id: int, today: date, *, wait: bool = False) -> str:
+        """'September 2026: …  Week of …: …  On …: …' for the member, oldest first; "" when nothing is known.
+
+        What is not stored yet is built in the background, or now with `wait` (or offline, where it is free).
+        """
+        text, complete = await self._assemble(guild_id, user_id, today, build=False)
+        if complete:
+            return text
+        job = asyncio.ensure_future(self._flight.run(
+            (guild_id, user_id, today), lambda: self._assemble(guild_id, user_id, today, build=True)))
+        if wait or self._llm.is_offline:
+            return (await job)[0]
+        self._building.add(job)
+        job.add_done_callback(self._building.discard)
+        keep(job, name=f"rollups for a member of guild {guild_id}")
+        return text
+
+    async def _assemble(self, guild_id: int, user_id: int, today: date, *, build: bool) -> tuple[str, bool]:
+        """The text from what is known (building what is missing if `build`), and whether nothing was missing."""
         spans, loose = periods(today)
-        parts = []
+        parts, complete = [], True
         for period in spans:
-            if text := await self.rollup(guild_id, user_id, period):
+            text = await self.rollup(guild_id, user_id, period, build=build)
+            complete &= text is not None
+            if text:
                 parts.append(f"{label(period)}: {text}")
         for day in loose:
-            if text := (await self._summaries.past_day(guild_id, day)).get(user_id, ""):
+            summaries = await (self._summaries.past_day(guild_id, day) if build
+                               else self._summaries.stored_day(guild_id, day))
+            complete &= summaries is not None
+            if text := (summaries or {}).get(user_id, ""):
                 parts.append(f"On {day}: {text}")
-        return " ".join(parts)
+        return " ".join(parts), complete
 
-    async def rollup(self, guild_id: int, user_id: int, period: Period) -> str:
-        """One member's period: cache, then SQL, else built from the daily summaries and stored."""
+    async def rollup(self, guild_id: int, user_id: int, period: Period, *, build: bool = True) -> str | None:
+        """One member's period: cache, then SQL, else (if `build`) built from the daily summaries and stored.
+
+        None: not stored, and not built (not asked to, or the model failed: it is tried again next time).
+        """
         key = (guild_id, user_id, period.kind, period.start)
         try:
             return self._cache[key]
@@ -90,11 +125,10 @@ class Rollups:
             pass
         async with self._sessions() as session:
             stored = await store.stored_rollup(session, guild_id, user_id, period)
-        if stored is None:
+        if stored is None and build:
             stored = await self._build(guild_id, user_id, period)
-            if stored is None:
-                return ""  # the model failed: not stored, tried again next time
-        self._cache[key] = stored
+        if stored is not None:
+            self._cache[key] = stored
         return stored
 
     async def _build(self, guild_id: int, user_id: int, period: Period) -> str | None:

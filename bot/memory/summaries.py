@@ -44,6 +44,13 @@ class SingleFlight:
             future.add_done_callback(lambda _: self._running.pop(key, None))
         return await asyncio.shield(future)
 
+    def cancel(self) -> list[asyncio.Future[Any]]:
+        """Cancel every computation still running (at shutdown); they are returned to be awaited."""
+        running = list(self._running.values())
+        for future in running:
+            future.cancel()
+        return running
+
 
 class Summaries:
     """Daily summaries (today refreshed hourly; past days immutable) and per-member histories."""
@@ -103,6 +110,18 @@ class Summaries:
         except KeyError:
             pass
         return await self._flight.run(("day", guild_id, day), lambda: self._load_or_compute_day(guild_id, day))
+
+    async def stored_day(self, guild_id: int, day: date) -> dict[int, str] | None:
+        """A finished day's summaries if they were made already (LRU, then SQL); None: never asks the model."""
+        try:
+            return self._past[(guild_id, day)]
+        except KeyError:
+            pass
+        async with self._sessions() as session:
+            stored = await store.stored_day(session, guild_id, day)
+        if stored is not None:
+            self._past[(guild_id, day)] = stored
+        return stored
 
     async def _load_or_compute_day(self, guild_id: int, day: date) -> dict[int, str]:
         async with self._sessions() as session:
