@@ -9,7 +9,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 log = logging.getLogger(__name__)
-_background: set[asyncio.Task[Any]] = set()
+_background: dict[asyncio.Future[Any], str] = {}
 
 
 def stop_on_signals(stop: asyncio.Event) -> None:
@@ -31,12 +31,18 @@ def spawn(coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
 
 def keep(future: asyncio.Future[Any], *, name: str) -> asyncio.Future[Any]:
     """Let work already running go on in the background: referenced until done, its failure logged."""
-    _background.add(future)
+    _background[future] = name
     future.add_done_callback(lambda done: _finished(done, name))
     return future
 
 
+def running() -> list[str]:
+    """The names of this loop's background work still running (shutdown must leave none behind)."""
+    loop = asyncio.get_running_loop()
+    return [name for future, name in _background.items() if future.get_loop() is loop and not future.done()]
+
+
 def _finished(future: asyncio.Future[Any], name: str) -> None:
-    _background.discard(future)
+    _background.pop(future, None)
     if not future.cancelled() and future.exception() is not None:
         log.error("background work %s failed", name, exc_info=future.exception())

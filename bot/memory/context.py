@@ -58,6 +58,10 @@ class ContextBuilder:
         """Hit rate of the merged-context cache (keyed by the content hash of its inputs)."""
         return self._merged.report()
 
+    async def close(self) -> None:
+        """Stop the builds that went on in the background after the latency guard answered."""
+        await self._flight.stop()
+
     def drop(self, guild_id: int) -> None:
         """Forget every cached context (and rollup) of a guild (after a deletion)."""
         drop_entries(self._merged, guild_id)

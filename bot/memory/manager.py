@@ -285,6 +285,9 @@ class MemoryManager:
 
     async def close(self) -> None:
         """Drain the queue and stop background work; the engine stays open for its owner to dispose."""
-        if self.rollups is not None:
-            await self.rollups.close()
+        # Outermost first: a context build waits on rollups and summaries, which would otherwise outlive the
+        # engine and leave a connection to the garbage collector.
+        for part in (self._context, self.rollups, self.summaries):
+            if part is not None:
+                await part.close()
         await self.ingest.close()

@@ -77,7 +77,8 @@ class Rollups:
 
     async def close(self) -> None:
         """Stop background builds (what they finished is stored; the rest is built next time)."""
-        await asyncio.gather(*self._flight.cancel(), *self._building, return_exceptions=True)
+        await self._flight.stop()
+        await asyncio.gather(*self._building, return_exceptions=True)
 
     async def earlier(self, guild_id: int, user_id: int, today: date, *, wait: bool = False) -> str:
         """'September 2026: …  Week of …: …  On …: …' for the member, oldest first; "" when nothing is known.

@@ -44,12 +44,12 @@ class SingleFlight:
             future.add_done_callback(lambda _: self._running.pop(key, None))
         return await asyncio.shield(future)
 
-    def cancel(self) -> list[asyncio.Future[Any]]:
-        """Cancel every computation still running (at shutdown); they are returned to be awaited."""
+    async def stop(self) -> None:
+        """Cancel every computation still running and wait for them (at shutdown, before the engine goes)."""
         running = list(self._running.values())
         for future in running:
             future.cancel()
-        return running
+        await asyncio.gather(*running, return_exceptions=True)
 
 
 class Summaries:
@@ -71,6 +71,10 @@ class Summaries:
         self._flight = SingleFlight()
         self.batch_calls = 0
         self.zones: dict[int, str] = {}  # per-guild time zones, loaded and kept by MemoryManager
+
+    async def close(self) -> None:
+        """Stop the builds still running (what they finished is stored; the rest is built next time)."""
+        await self._flight.stop()
 
     def drop(self, guild_id: int) -> None:
         """Forget every cached summary of a guild (after a deletion; SQL is the source of truth)."""

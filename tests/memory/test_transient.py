@@ -12,6 +12,7 @@ from google import genai
 from google.genai import types
 from sqlalchemy import func, select
 
+from bot.lifecycle import running
 from bot.llm.breaker import CircuitBreaker
 from bot.llm.client import LLM
 from bot.llm.gemini import GeminiProvider
@@ -122,6 +123,9 @@ async def test_latency_guard_answers_within_about_a_second_with_a_slow_model(mak
     context = await memory.get_memories(GUILD, ALICE)
     assert time.perf_counter() - started < 1.5
     assert context is not None and "Ana is vegetarian" in context
+    assert f"context build for a member of guild {GUILD}" in running()  # it goes on to warm the caches
+    await memory.close()
+    assert running() == []  # stopped, not left to touch a disposed engine
 
 
 async def test_llm_down_still_returns_facts(make, stub):
