@@ -70,7 +70,6 @@ class Rollups:
         self._clock = clock
         self._cache: CountingLRU[tuple[int, int, str, date], str] = CountingLRU(65536)
         self._flight = SingleFlight()
-        self._building: set[asyncio.Future[tuple[str, bool]]] = set()
 
     def drop(self, guild_id: int) -> None:
         drop_entries(self._cache, guild_id)
@@ -78,7 +77,6 @@ class Rollups:
     async def close(self) -> None:
         """Stop background builds (what they finished is stored; the rest is built next time)."""
         await self._flight.stop()
-        await asyncio.gather(*self._building, return_exceptions=True)
 
     async def earlier(self, guild_id: int, user_id: int, today: date, *, wait: bool = False) -> str:
         """'September 2026: …  Week of …: …  On …: …' for the member, oldest first; "" when nothing is known.
@@ -88,12 +86,10 @@ class Rollups:
         text, complete = await self._assemble(guild_id, user_id, today, build=False)
         if complete:
             return text
-        job = asyncio.ensure_future(self._flight.run(
-            (guild_id, user_id, today), lambda: self._assemble(guild_id, user_id, today, build=True)))
+        job = self._flight.start((guild_id, user_id, today),
+                                 lambda: self._assemble(guild_id, user_id, today, build=True))
         if wait or self._llm.is_offline:
-            return (await job)[0]
-        self._building.add(job)
-        job.add_done_callback(self._building.discard)
+            return (await asyncio.shield(job))[0]
         keep(job, name=f"rollups for a member of guild {guild_id}")
         return text
 

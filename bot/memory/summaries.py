@@ -35,14 +35,21 @@ class SingleFlight:
     def __init__(self) -> None:
         self._running: dict[Hashable, asyncio.Future[Any]] = {}
 
-    async def run(self, key: Hashable, factory: Callable[[], Awaitable[T]]) -> T:
-        """The result of `factory()`, computed once for everyone asking for `key` meanwhile."""
+    def start(self, key: Hashable, factory: Callable[[], Awaitable[T]]) -> asyncio.Future[T]:
+        """The computation for `key`: the one running, else `factory()` started and registered now.
+
+        Registered before this returns, so `stop()` reaches even work that has not had its first step yet.
+        """
         future = self._running.get(key)
         if future is None:
             future = asyncio.ensure_future(factory())
             self._running[key] = future
             future.add_done_callback(lambda _: self._running.pop(key, None))
-        return await asyncio.shield(future)
+        return future
+
+    async def run(self, key: Hashable, factory: Callable[[], Awaitable[T]]) -> T:
+        """The result of `factory()`, computed once for everyone asking for `key` meanwhile."""
+        return await asyncio.shield(self.start(key, factory))
 
     async def stop(self) -> None:
         """Cancel every computation still running and wait for them (at shutdown, before the engine goes)."""

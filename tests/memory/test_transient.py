@@ -267,6 +267,18 @@ async def test_excluding_a_channel_drops_the_summaries_that_saw_it(make, stub):
     assert await memory.set_channel_mode(GUILD, side, "exclude") == Counter()  # no change, nothing dropped
 
 
+async def test_closing_stops_a_rollup_build_running_in_the_background(make, stub):
+    memory = await make()
+    await seed(memory, NOON - timedelta(days=20))
+    stub.latency = 5.0
+    assert memory.rollups is not None
+    assert await memory.rollups.earlier(GUILD, ALICE, NOON.date()) == ""  # answered at once, built behind
+    assert f"rollups for a member of guild {GUILD}" in running()
+    await memory.close()  # before the build has taken its first step: it must not run on after this
+    assert running() == []
+    assert not any('<day date="' in r.prompt_text for r in stub.requests)  # no rollup was asked of the model
+
+
 async def test_rollups_summarise_older_weeks_once_and_persist_them(make, stub):
     memory = await make()
     for back in (20, 45):
