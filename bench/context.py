@@ -35,8 +35,20 @@ from tests.model_doubles import scripted_model
 
 GUILD = 2**60
 NOW = datetime(2026, 11, 20, 18, 0, tzinfo=UTC)
-WORDS = ["trip", "exam", "game", "movie", "pizza", "deadline", "concert", "bug", "release", "coffee", "holiday",
-         "match"]
+WORDS = [
+    "trip",
+    "exam",
+    "game",
+    "movie",
+    "pizza",
+    "deadline",
+    "concert",
+    "bug",
+    "release",
+    "coffee",
+    "holiday",
+    "match",
+]
 
 
 def client_for(stub: GeminiStub) -> tuple[LLM, genai.Client]:
@@ -44,7 +56,10 @@ def client_for(stub: GeminiStub) -> tuple[LLM, genai.Client]:
     client = genai.Client(api_key="bench", http_options=types.HttpOptions(base_url=stub.base_url))
     provider = ResilientProvider(
         GeminiProvider(client, models={"batch": "gemini-2.5-flash", "fast": "gemma-3-27b-it"}, timeout_s=30),
-        attempts=2, timeout_s=30, max_concurrency=8, requests_per_minute=100_000,
+        attempts=2,
+        timeout_s=30,
+        max_concurrency=8,
+        requests_per_minute=100_000,
         breaker=CircuitBreaker(failures=50, cooldown=60),
     )
     return LLM(provider, prompts=load_prompts()), client
@@ -58,11 +73,17 @@ async def fill(memory: MemoryManager, *, users: int, days: int, total: int) -> N
         start = NOW.replace(hour=1) - timedelta(days=d)
         for i in range(per_day if d else per_day // 2):
             u = (i * 7 + d) % users
-            await memory.ingest_message(IncomingMessage(
-                GUILD, GUILD + 1, GUILD + 10_000_000 + d * 1_000_000 + i, GUILD + 100 + u, f"user{u}",
-                f"day {d} message {i}: talking about the {WORDS[(i + u) % len(WORDS)]} with friends",
-                start + step * i,
-            ))
+            await memory.ingest_message(
+                IncomingMessage(
+                    GUILD,
+                    GUILD + 1,
+                    GUILD + 10_000_000 + d * 1_000_000 + i,
+                    GUILD + 100 + u,
+                    f"user{u}",
+                    f"day {d} message {i}: talking about the {WORDS[(i + u) % len(WORDS)]} with friends",
+                    start + step * i,
+                )
+            )
     await memory.flush()
 
 
@@ -100,8 +121,9 @@ async def measure(args: argparse.Namespace) -> None:
             await memory.close()
 
             # Cold: a fresh process (empty caches) over the same database, like a restart.
-            memory = MemoryManager(engine, settings.model_copy(update={"memory_wait_seconds": 60}), llm=llm,
-                                   clock=FakeClock(NOW))
+            memory = MemoryManager(
+                engine, settings.model_copy(update={"memory_wait_seconds": 60}), llm=llm, clock=FakeClock(NOW)
+            )
             await memory.start()
             cold_calls, cold_times = [], []
             for u in range(5):
@@ -127,13 +149,18 @@ async def measure(args: argparse.Namespace) -> None:
             await memory.close()
             await client.aio.aclose()
     rows_main += [
-        ["daily-summary LLM calls per guild-day", f"{per_day:.1f}",
-         f"{args.per_day:,} messages/day, {args.users} users"],
+        [
+            "daily-summary LLM calls per guild-day",
+            f"{per_day:.1f}",
+            f"{args.per_day:,} messages/day, {args.users} users",
+        ],
         ["LLM calls, first cold context of the day (guild)", str(cold_calls[0]), "today's batch + history + merge"],
         ["LLM calls, cold context of another member", str(max(cold_calls[1:])), "history + merge"],
-        ["background LLM calls, a member's first rollups (first / another member)",
-         f"{background[0]} / {max(background[1:5])}",
-         f"older days summarised once per guild, then one call per member and period ({args.days} days)"],
+        [
+            "background LLM calls, a member's first rollups (first / another member)",
+            f"{background[0]} / {max(background[1:5])}",
+            f"older days summarised once per guild, then one call per member and period ({args.days} days)",
+        ],
         ["cold get_memories p50", f"{statistics.median(cold_times) * 1000:.0f} ms", f"stub latency {args.latency}s"],
         ["warm get_memories p50", f"{_pct(warm, 50) * 1000:.3f} ms", f"{len(warm)} calls"],
         ["warm get_memories p99", f"{_pct(warm, 99) * 1000:.3f} ms", "target < 1 ms"],
@@ -141,14 +168,20 @@ async def measure(args: argparse.Namespace) -> None:
     ]
     sizes = await growth(args, stub)
     daily_mode = await growth(argparse.Namespace(**{**vars(args), "sizes": args.sizes[:1]}), stub, mode="daily")
-    rows_main.append(["context tokens: HISTORY_MODE=summary vs daily", f"{sizes[0][1]} vs {daily_mode[0][1]}",
-                      "days 2-7 as one summary, or the six daily summaries merged directly"])
+    rows_main.append(
+        [
+            "context tokens: HISTORY_MODE=summary vs daily",
+            f"{sizes[0][1]} vs {daily_mode[0][1]}",
+            "days 2-7 as one summary, or the six daily summaries merged directly",
+        ]
+    )
     await stub.stop()
     print_table("Context (SQLite, Gemini stub)", ["measure", "value", "note"], rows_main)
-    print_table("Context size as stored history grows", ["stored messages", "context tokens (user 0)",
-                                                          "vs smallest"],
-                [[f"{n:,}", str(t), f"{(t - sizes[0][1]) / sizes[0][1]:+.1%}" if sizes[0][1] else "-"]
-                 for n, t in sizes])
+    print_table(
+        "Context size as stored history grows",
+        ["stored messages", "context tokens (user 0)", "vs smallest"],
+        [[f"{n:,}", str(t), f"{(t - sizes[0][1]) / sizes[0][1]:+.1%}" if sizes[0][1] else "-"] for n, t in sizes],
+    )
 
 
 async def growth(args: argparse.Namespace, stub: GeminiStub, mode: str = "summary") -> list[tuple[int, int]]:
@@ -170,8 +203,14 @@ async def growth(args: argparse.Namespace, stub: GeminiStub, mode: str = "summar
                 recent = 7 * 100
                 for d in range(7):
                     for i in range(100):
-                        await memory.ingest_message(_message(d, i, 0 if i % 10 == 0 else 1 + i % 50,
-                                                             NOW.replace(hour=1) - timedelta(days=d, seconds=-60 * i)))
+                        await memory.ingest_message(
+                            _message(
+                                d,
+                                i,
+                                0 if i % 10 == 0 else 1 + i % 50,
+                                NOW.replace(hour=1) - timedelta(days=d, seconds=-60 * i),
+                            )
+                        )
                 own = range(8, 8 + 365, 4)
                 for back in own:
                     at = NOW - timedelta(days=back, hours=3)
@@ -192,8 +231,15 @@ async def growth(args: argparse.Namespace, stub: GeminiStub, mode: str = "summar
 
 
 def _message(day: int, i: int, user: int, at: datetime) -> IncomingMessage:
-    return IncomingMessage(GUILD, GUILD + 1, GUILD + 10_000_000 + day * 10_000_000 + i, GUILD + 100 + user,
-                           f"user{user}", f"message {i}: the {WORDS[(i + user) % len(WORDS)]} again", at)
+    return IncomingMessage(
+        GUILD,
+        GUILD + 1,
+        GUILD + 10_000_000 + day * 10_000_000 + i,
+        GUILD + 100 + user,
+        f"user{user}",
+        f"message {i}: the {WORDS[(i + user) % len(WORDS)]} again",
+        at,
+    )
 
 
 def _pct(values: list[float], pct: int) -> float:
@@ -208,8 +254,9 @@ def main() -> None:
     parser.add_argument("--per-day", type=int, default=2000)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--warm", type=int, default=400, help="warm rounds over 5 users")
-    parser.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")],
-                        default=[1000, 10_000, 100_000, 1_000_000])
+    parser.add_argument(
+        "--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[1000, 10_000, 100_000, 1_000_000]
+    )
     asyncio.run(measure(parser.parse_args()))
 
 

@@ -33,8 +33,11 @@ def make_messages(n: int) -> list[IncomingMessage]:
     t0 = datetime(2026, 11, 1, tzinfo=UTC)
     return [
         IncomingMessage(
-            guild_id=GUILD, channel_id=GUILD + 1 + i % 5, message_id=GUILD + 10_000 + i,
-            author_id=GUILD + 100 + i % 200, author_name=f"user{i % 200}",
+            guild_id=GUILD,
+            channel_id=GUILD + 1 + i % 5,
+            message_id=GUILD + 10_000 + i,
+            author_id=GUILD + 100 + i % 200,
+            author_name=f"user{i % 200}",
             content=f"message number {i} about something people talk about in a guild",
             created_at=t0 + timedelta(seconds=i),
         )
@@ -47,10 +50,17 @@ async def naive(engine, messages: list[IncomingMessage]) -> float:
     started = time.perf_counter()
     for m in messages:
         async with engine.begin() as conn:
-            await conn.execute(insert(ChatMessage).values(
-                message_id=m.message_id, guild_id=m.guild_id, channel_id=m.channel_id, user_id=m.author_id,
-                message_text=m.content, timestamp=m.created_at, reply_to_id=m.reply_to_id,
-            ))
+            await conn.execute(
+                insert(ChatMessage).values(
+                    message_id=m.message_id,
+                    guild_id=m.guild_id,
+                    channel_id=m.channel_id,
+                    user_id=m.author_id,
+                    message_text=m.content,
+                    timestamp=m.created_at,
+                    reply_to_id=m.reply_to_id,
+                )
+            )
     return len(messages) / (time.perf_counter() - started)
 
 
@@ -79,12 +89,22 @@ def raw_sqlite(path: Path, messages: list[IncomingMessage], *, rows_in_clock: bo
     tune_sqlite(conn, None)
     writer = BatchWriter(SQLiteDialect_aiosqlite())
     if not rows_in_clock:
-        rows = [(m.message_id, m.guild_id, m.channel_id, m.author_id, m.content,
-                 m.created_at.strftime("%Y-%m-%d %H:%M:%S.%f"), None, m.reply_to_id) for m in messages]
+        rows = [
+            (
+                m.message_id,
+                m.guild_id,
+                m.channel_id,
+                m.author_id,
+                m.content,
+                m.created_at.strftime("%Y-%m-%d %H:%M:%S.%f"),
+                None,
+                m.reply_to_id,
+            )
+            for m in messages
+        ]
     started = time.perf_counter()
     statements = (
-        writer.prepare(messages) if rows_in_clock
-        else [("INSERT INTO chat_history VALUES (?,?,?,?,?,?,?,?)", rows)]
+        writer.prepare(messages) if rows_in_clock else [("INSERT INTO chat_history VALUES (?,?,?,?,?,?,?,?)", rows)]
     )
     conn.execute("BEGIN IMMEDIATE")
     for sql, batch in statements:
@@ -113,7 +133,11 @@ async def measure_sqlite(messages: list[IncomingMessage], repeat: int) -> dict[s
             async with sqlite_engine(directory) as engine:
                 runs_c0.append(raw_sqlite(Path(engine.url.database or ""), messages, rows_in_clock=False))
     return {
-        "a": rate_a, "b": median(runs_b), "stall": max(stalls), "c": median(runs_c), "c0": median(runs_c0),
+        "a": rate_a,
+        "b": median(runs_b),
+        "stall": max(stalls),
+        "c": median(runs_c),
+        "c0": median(runs_c0),
     }
 
 
@@ -127,18 +151,32 @@ async def main() -> None:
     r = await measure_sqlite(messages, args.repeat)
     rows = [
         ["(a) naive INSERT+COMMIT per message, SQLite", f"{r['a']:,.0f}", "one run"],
-        ["(b) write-behind batches, SQLite", f"{r['b']:,.0f}",
-         f"median of {args.repeat}; longest loop stall {r['stall'] * 1000:.1f} ms"],
-        ["(c) raw sqlite3.executemany, one transaction", f"{r['c']:,.0f}",
-         f"median of {args.repeat}; same SQL as (b), rows built from the messages in the clock"],
-        ["(c0) raw sqlite3.executemany, plain INSERT", f"{r['c0']:,.0f}",
-         f"median of {args.repeat}; tuples pre-built, no upsert, no names (bare driver, reference)"],
+        [
+            "(b) write-behind batches, SQLite",
+            f"{r['b']:,.0f}",
+            f"median of {args.repeat}; longest loop stall {r['stall'] * 1000:.1f} ms",
+        ],
+        [
+            "(c) raw sqlite3.executemany, one transaction",
+            f"{r['c']:,.0f}",
+            f"median of {args.repeat}; same SQL as (b), rows built from the messages in the clock",
+        ],
+        [
+            "(c0) raw sqlite3.executemany, plain INSERT",
+            f"{r['c0']:,.0f}",
+            f"median of {args.repeat}; tuples pre-built, no upsert, no names (bare driver, reference)",
+        ],
     ]
     try:
         async with postgres_engine(args.pg) as engine:
             rate_pg, stall_pg = await write_behind(engine, messages)
-        rows.append(["(b) write-behind batches, PostgreSQL", f"{rate_pg:,.0f}",
-                     f"one run; longest loop stall {stall_pg * 1000:.1f} ms"])
+        rows.append(
+            [
+                "(b) write-behind batches, PostgreSQL",
+                f"{rate_pg:,.0f}",
+                f"one run; longest loop stall {stall_pg * 1000:.1f} ms",
+            ]
+        )
     except OSError as exc:
         rows.append(["(b) PostgreSQL", "skipped", f"unreachable: {exc}"])
     print_table(f"Ingest, {args.messages:,} messages (messages/s)", ["path", "msg/s", "note"], rows)
@@ -146,12 +184,16 @@ async def main() -> None:
     def verdict(ok: bool) -> str:
         return "ok" if ok else "MISSED"
 
-    print_table("Targets", ["ratio", "measured", "target", ""], [
-        ["b/a", f"{r['b'] / r['a']:.1f}", "≥ 20", verdict(r["b"] / r["a"] >= 20)],
-        ["c/b", f"{r['c'] / r['b']:.2f}", "≤ 2", verdict(r["c"] / r["b"] <= 2)],
-        ["c0/b", f"{r['c0'] / r['b']:.2f}", "(reference)", ""],
-        ["stall (b, SQLite)", f"{r['stall'] * 1000:.1f} ms", "< 50 ms", verdict(r["stall"] < 0.05)],
-    ])
+    print_table(
+        "Targets",
+        ["ratio", "measured", "target", ""],
+        [
+            ["b/a", f"{r['b'] / r['a']:.1f}", "≥ 20", verdict(r["b"] / r["a"] >= 20)],
+            ["c/b", f"{r['c'] / r['b']:.2f}", "≤ 2", verdict(r["c"] / r["b"] <= 2)],
+            ["c0/b", f"{r['c0'] / r['b']:.2f}", "(reference)", ""],
+            ["stall (b, SQLite)", f"{r['stall'] * 1000:.1f} ms", "< 50 ms", verdict(r["stall"] < 0.05)],
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -39,10 +39,48 @@ GUILD = 2**60 + 9000
 CHANNELS = [2**60 + 9100 + i for i in range(6)]
 NOW = datetime(2026, 11, 20, 18, 0, tzinfo=UTC)
 BUDGET = 2000
-NAMES = ["Ana", "Bob", "Carla", "Dmitri", "Eve", "Farid", "Greta", "Hiro", "Ines", "Jonas", "Kofi", "Lena",
-         "Mateo", "Nia", "Oskar", "Priya", "Quinn", "Rosa", "Sami", "Tove", "Uma", "Viktor", "Wen", "Xena",
-         "Yusuf", "Zoe", "Aiko", "Bram", "Chidi", "Dana", "Emil", "Fatima", "Goran", "Hana", "Ivo", "Jade",
-         "Kai", "Lior", "Mina", "Noor"]
+NAMES = [
+    "Ana",
+    "Bob",
+    "Carla",
+    "Dmitri",
+    "Eve",
+    "Farid",
+    "Greta",
+    "Hiro",
+    "Ines",
+    "Jonas",
+    "Kofi",
+    "Lena",
+    "Mateo",
+    "Nia",
+    "Oskar",
+    "Priya",
+    "Quinn",
+    "Rosa",
+    "Sami",
+    "Tove",
+    "Uma",
+    "Viktor",
+    "Wen",
+    "Xena",
+    "Yusuf",
+    "Zoe",
+    "Aiko",
+    "Bram",
+    "Chidi",
+    "Dana",
+    "Emil",
+    "Fatima",
+    "Goran",
+    "Hana",
+    "Ivo",
+    "Jade",
+    "Kai",
+    "Lior",
+    "Mina",
+    "Noor",
+]
 # (what the member writes, what someone later asks): answers planted 15–110 days back.
 PLANTS = [
     ("my chemistry exam is on the {n}th, wish me luck", "when is {name}'s chemistry exam?"),
@@ -54,9 +92,13 @@ PLANTS = [
     ("I adopted a cat, her name is {pet}", "what is the name of {name}'s cat?"),
     ("my bike got stolen near the {street} station", "where did {name}'s bike get stolen?"),
 ]
-FILL = {"n": [str(i) for i in range(3, 29)], "street": ["Maple", "Harbor", "Linden", "Quarry", "Orchard"],
-        "city": ["Lisbon", "Porto", "Krakow", "Ghent", "Bergen"], "pet": ["Miso", "Pixel", "Juniper", "Tofu"],
-        "topic": ["soil microbes", "tidal energy", "medieval trade", "graph databases"]}
+FILL = {
+    "n": [str(i) for i in range(3, 29)],
+    "street": ["Maple", "Harbor", "Linden", "Quarry", "Orchard"],
+    "city": ["Lisbon", "Porto", "Krakow", "Ghent", "Bergen"],
+    "pet": ["Miso", "Pixel", "Juniper", "Tofu"],
+    "topic": ["soil microbes", "tidal energy", "medieval trade", "graph databases"],
+}
 
 
 def vocabulary(rng: random.Random, size: int = 6000) -> tuple[list[str], list[float]]:
@@ -66,8 +108,26 @@ def vocabulary(rng: random.Random, size: int = 6000) -> tuple[list[str], list[fl
     rng.shuffle(words)
     words = words[:size]
     common = ["the", "a", "to", "and", "is", "it", "you", "that", "of", "in", "i", "we", "lol", "ok", "so"]
-    topical = ["exam", "trip", "flat", "wedding", "thesis", "dentist", "cat", "bike", "train", "sister", "lease",
-               "appointment", "topic", "station", "summer", "stolen", "luck", "decided"]
+    topical = [
+        "exam",
+        "trip",
+        "flat",
+        "wedding",
+        "thesis",
+        "dentist",
+        "cat",
+        "bike",
+        "train",
+        "sister",
+        "lease",
+        "appointment",
+        "topic",
+        "station",
+        "summer",
+        "stolen",
+        "luck",
+        "decided",
+    ]
     vocab = common + topical + words
     weights = [1 / (rank + 1) for rank in range(len(vocab))]
     for i in range(len(common), len(common) + len(topical)):
@@ -110,8 +170,10 @@ def build(path: Path, total: int, days: int, seed: int, *, write: bool = True) -
             distractor = " ".join([*rng.choices(vocab, cum_weights=weights, k=5), rng.choice(words), rng.choice(words)])
             place(rng.uniform(0.5, 40), rng.choice([u for u in users if u != author]), distractor)
     if not write:  # the same plants, for a database built earlier with the same arguments
-        return [Plant(2**60 + 10**8 + next(i for i, (_, t) in special.items() if t == p.text), p.text, p.question,
-                      p.author) for p in plants]
+        return [
+            Plant(2**60 + 10**8 + next(i for i, (_, t) in special.items() if t == p.text), p.text, p.question, p.author)
+            for p in plants
+        ]
     connection = sqlite3.connect(path)
     connection.execute("PRAGMA journal_mode=WAL")
     connection.execute("PRAGMA synchronous=OFF")
@@ -128,8 +190,18 @@ def build(path: Path, total: int, days: int, seed: int, *, write: bool = True) -
             else:
                 author = users[min(int(rng.paretovariate(1.2)) - 1, len(users) - 1)]
                 text = " ".join(rng.choices(vocab, cum_weights=weights, k=rng.randint(4, 14)))
-            batch.append((2**60 + 10**8 + i, GUILD, CHANNELS[i % len(CHANNELS)], author, text,
-                          at.replace(tzinfo=None).isoformat(" ", "microseconds"), None, None))
+            batch.append(
+                (
+                    2**60 + 10**8 + i,
+                    GUILD,
+                    CHANNELS[i % len(CHANNELS)],
+                    author,
+                    text,
+                    at.replace(tzinfo=None).isoformat(" ", "microseconds"),
+                    None,
+                    None,
+                )
+            )
             if len(batch) == 20_000:
                 connection.executemany("INSERT INTO chat_history VALUES (?, ?, ?, ?, ?, ?, ?, ?)", batch)
                 connection.commit()
@@ -170,14 +242,16 @@ class Figures:
     queries: int
 
     def table(self) -> str:
-        return "\n".join([
-            f"| {self.messages:,} messages, {self.questions} questions (answers 15–110 days old) "
-            "| Elefant | baseline |",
-            "|---|---|---|",
-            f"| recall@5 | {self.recall_at_5:.2f} | — |",
-            f"| answer in the {BUDGET:,}-token context | {self.in_context:.2f} | {self.in_baseline:.2f} |",
-            f"| recall latency p50 / p99 ({self.queries} queries) | {self.p50_ms:.1f} / {self.p99_ms:.1f} ms | — |",
-        ])
+        return "\n".join(
+            [
+                f"| {self.messages:,} messages, {self.questions} questions (answers 15–110 days old) "
+                "| Elefant | baseline |",
+                "|---|---|---|",
+                f"| recall@5 | {self.recall_at_5:.2f} | — |",
+                f"| answer in the {BUDGET:,}-token context | {self.in_context:.2f} | {self.in_baseline:.2f} |",
+                f"| recall latency p50 / p99 ({self.queries} queries) | {self.p50_ms:.1f} / {self.p99_ms:.1f} ms | — |",
+            ]
+        )
 
 
 async def measure(args: argparse.Namespace) -> Figures:
@@ -187,8 +261,10 @@ async def measure(args: argparse.Namespace) -> Figures:
         began = time.perf_counter()
         plants = build(path, args.messages, args.days, args.seed, write=args.reuse is None)
         size = (await asyncio.to_thread(path.stat)).st_size
-        print(f"{'reused' if args.reuse else 'built'} {args.messages:,} messages over {args.days} days in "
-              f"{time.perf_counter() - began:.0f} s ({size / 2**20:,.0f} MB)")
+        print(
+            f"{'reused' if args.reuse else 'built'} {args.messages:,} messages over {args.days} days in "
+            f"{time.perf_counter() - began:.0f} s ({size / 2**20:,.0f} MB)"
+        )
         settings = Settings(_env_file=None, database_url=str(engine.url), gemini_api_key=None)
         memory = MemoryManager(engine, settings, clock=FakeClock(NOW))
         await memory.start()
@@ -197,9 +273,15 @@ async def measure(args: argparse.Namespace) -> Figures:
         async with memory.sessions() as session:
             from sqlalchemy import text
 
-            newest = [f"{name}: {body}" for name, body in await session.execute(text(
-                "SELECT m.display_name, c.message_text FROM chat_history c JOIN member_names m "
-                "ON m.guild_id = c.guild_id AND m.user_id = c.user_id ORDER BY c.timestamp DESC LIMIT 2000"))]
+            newest = [
+                f"{name}: {body}"
+                for name, body in await session.execute(
+                    text(
+                        "SELECT m.display_name, c.message_text FROM chat_history c JOIN member_names m "
+                        "ON m.guild_id = c.guild_id AND m.user_id = c.user_id ORDER BY c.timestamp DESC LIMIT 2000"
+                    )
+                )
+            ]
         baseline = newest_that_fit(newest, BUDGET)
 
         found = in_context = in_baseline = 0
@@ -214,9 +296,13 @@ async def measure(args: argparse.Namespace) -> Figures:
                 for h in hits:
                     print(f"    {h.score:.3f} {h.label(NOW, 'UTC')} {h.user_id % 1000} {h.text[:70]!r}")
             cited = [await recalling.cite(memory, h, NOW) for h in hits]
-            context = assemble([Section("Recalled", items=cited, share=0.5),
-                                Section("Recent conversation", "\n".join(reversed(newest)), share=0.5, keep="end")],
-                               BUDGET)
+            context = assemble(
+                [
+                    Section("Recalled", items=cited, share=0.5),
+                    Section("Recent conversation", "\n".join(reversed(newest)), share=0.5, keep="end"),
+                ],
+                BUDGET,
+            )
             assert estimate_tokens(context) <= BUDGET
             in_context += plant.text in context
             in_baseline += plant.text in baseline
@@ -233,8 +319,9 @@ async def measure(args: argparse.Namespace) -> Figures:
         await memory.close()
 
     n = len(plants)
-    return Figures(args.messages, n, found / n, in_context / n, in_baseline / n, pct(timings, 50), pct(timings, 99),
-                   len(queries))
+    return Figures(
+        args.messages, n, found / n, in_context / n, in_baseline / n, pct(timings, 50), pct(timings, 99), len(queries)
+    )
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

@@ -41,8 +41,13 @@ async def open_app(settings: Settings, *, clock: Clock | None = None) -> AsyncIt
         memory = MemoryManager(engine, settings, llm=llm, clock=clock, embedder=build_embedder(settings, llm))
         await memory.start()
         turns = ModelTurns(llm, memory.names, settings, memory.window)
-        responder = Responder(memory, router=turns.route, chatter=turns.chat, policy=settings.facts_policy,
-                              recall_chatter=None if llm.is_offline else turns.chat)
+        responder = Responder(
+            memory,
+            router=turns.route,
+            chatter=turns.chat,
+            policy=settings.facts_policy,
+            recall_chatter=None if llm.is_offline else turns.chat,
+        )
         try:
             yield App(memory, llm, responder)
         finally:

@@ -69,8 +69,12 @@ async def migrate() -> None:
 
 
 AT_OPTION = click.option(
-    "--at", "at", type=click.DateTime(formats=["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d"]),
-    default=None, help="Time to use (UTC unless an offset is given); default now.")
+    "--at",
+    "at",
+    type=click.DateTime(formats=["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d"]),
+    default=None,
+    help="Time to use (UTC unless an offset is given); default now.",
+)
 
 
 def _utc(at: datetime | None) -> datetime | None:
@@ -102,8 +106,11 @@ async def context(guild_id: int, user_id: int, at: datetime | None) -> None:
         known = await app.memory.get_memories(guild_id, user_id, now=when)
         if not known:
             async with app.memory.sessions() as session:
-                last = await session.scalar(select(func.max(ChatMessage.timestamp)).where(
-                    ChatMessage.guild_id == guild_id, ChatMessage.user_id == user_id))
+                last = await session.scalar(
+                    select(func.max(ChatMessage.timestamp)).where(
+                        ChatMessage.guild_id == guild_id, ChatMessage.user_id == user_id
+                    )
+                )
     if known:
         click.echo(known)
         return
@@ -123,8 +130,9 @@ async def import_(files: tuple[Path, ...]) -> None:
     async with open_app(settings) as app:
         for path in files:
             try:
-                result = await import_file(app.memory, path, include_bots=settings.ingest_other_bots,
-                                           progress=sys.stderr.isatty())
+                result = await import_file(
+                    app.memory, path, include_bots=settings.ingest_other_bots, progress=sys.stderr.isatty()
+                )
             except ImportFileError as exc:
                 failed += 1
                 click.echo(f"Not imported: {exc}", err=True)
@@ -156,8 +164,9 @@ async def stats(guild_id: int) -> None:
 @click.option("--all", "everything", is_flag=True, help="Delete everything kept about the guild.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @async_command
-async def purge(*, guild_id: int, user_id: int | None, channel_id: int | None, before: datetime | None,
-                everything: bool, yes: bool) -> None:
+async def purge(
+    *, guild_id: int, user_id: int | None, channel_id: int | None, before: datetime | None, everything: bool, yes: bool
+) -> None:
     """Delete data for real: from every table and cache (summaries built on it included)."""
     chosen = [x for x in (user_id, channel_id, before, everything or None) if x is not None]
     if len(chosen) != 1:

@@ -100,14 +100,23 @@ class Console:
         self.reply_to = None
         message = await self._post(author, self.speaker, content, replied)
         self.say(f"[{len(self.lines)}] {self.speaker}: {text}")
-        addressed = address(content, bot_user_id=BOT_ID, bot_name=self.settings.bot_name,
-                            replied_to_bot=replied is not None and replied.author_id == BOT_ID)
+        addressed = address(
+            content,
+            bot_user_id=BOT_ID,
+            bot_name=self.settings.bot_name,
+            replied_to_bot=replied is not None and replied.author_id == BOT_ID,
+        )
         if addressed is None:
             return
-        request = Request(GUILD, author, addressed,
-                          reply_to_author_id=replied.author_id if replied else None,
-                          reply_to_text=replied.content if replied else None,
-                          channel_id=CHANNEL, message_id=message.message_id)
+        request = Request(
+            GUILD,
+            author,
+            addressed,
+            reply_to_author_id=replied.author_id if replied else None,
+            reply_to_text=replied.content if replied else None,
+            channel_id=CHANNEL,
+            message_id=message.message_id,
+        )
         await self.app.memory.flush()  # a simulation should be deterministic: what was said is stored first
         try:
             answer = (await self.app.responder.respond(request, is_admin=True)).text
@@ -124,7 +133,13 @@ class Console:
     async def _post(self, author: int, name: str, content: str, replied: IncomingMessage | None) -> IncomingMessage:
         self.clock.advance(seconds=30)
         message = IncomingMessage(
-            GUILD, CHANNEL, (1 << 60) + 100_000 + len(self.lines), author, name, content, self.clock.now(),
+            GUILD,
+            CHANNEL,
+            (1 << 60) + 100_000 + len(self.lines),
+            author,
+            name,
+            content,
+            self.clock.now(),
             reply_to_id=replied.message_id if replied else None,
         )
         self.lines.append(message)
@@ -138,15 +153,20 @@ class Console:
 
         await self.app.memory.flush()
         async with self.app.memory.sessions() as session:
-            counts = [await session.scalar(select(func.count()).select_from(t))
-                      for t in (ChatMessage, UserFacts, DailySummary, LlmCall)]
+            counts = [
+                await session.scalar(select(func.count()).select_from(t))
+                for t in (ChatMessage, UserFacts, DailySummary, LlmCall)
+            ]
         mode = "offline provider" if self.app.llm.is_offline else "Gemini"
-        self.say(f"(messages {counts[0]}, people with facts {counts[1]}, daily summaries {counts[2]}, "
-                 f"LLM calls {counts[3]}; model: {mode})")
+        self.say(
+            f"(messages {counts[0]}, people with facts {counts[1]}, daily summaries {counts[2]}, "
+            f"LLM calls {counts[3]}; model: {mode})"
+        )
 
 
-async def run_console(settings: Settings, *, start: datetime | None = None, stdin: TextIO = sys.stdin,
-                      out: TextIO = sys.stdout) -> None:
+async def run_console(
+    settings: Settings, *, start: datetime | None = None, stdin: TextIO = sys.stdin, out: TextIO = sys.stdout
+) -> None:
     """The console loop; a prompt and a banner only when a person is typing."""
     interactive = stdin.isatty()
     clock = FakeClock(start or Clock().now())

@@ -72,12 +72,16 @@ _ABOUT = re.compile(
     re.I,
 )
 # Questions about the past: "do you remember when…", "when did Bob mention…", "… last month?"
-_RECALL_LEAD = re.compile(_LEAD + r"(?:do\s+you\s+remember|remember\s+when|can\s+you\s+find|find|search(?:\s+for)?|"
-                          r"look\s+up|recall)\b", re.I)
+_RECALL_LEAD = re.compile(
+    _LEAD + r"(?:do\s+you\s+remember|remember\s+when|can\s+you\s+find|find|search(?:\s+for)?|"
+    r"look\s+up|recall)\b",
+    re.I,
+)
 _RECALL_QUESTION = re.compile(
     r"^(?:when|what|who|where|which|how|did|was|were)\b.*\b(?:did|said|say|says|mention(?:ed)?|decided?|agreed?|"
     r"talk(?:ed)?|told|wrote|post(?:ed)?|shared?|plan(?:ned)?|ago|yesterday|last\s+(?:week|month|year|time))\b",
-    re.I | re.S)
+    re.I | re.S,
+)
 _FIRST_PERSON = re.compile(r"^(?:i|i'm|i've|i'd|i'll|im|my|me|mine)\b", re.I)
 _SELF = {"me", "myself", "i", "my self"}
 
@@ -91,7 +95,7 @@ def address(content: str, *, bot_user_id: int, bot_name: str, replied_to_bot: bo
     text = content.strip()
     by_name = re.match(rf"^@?{re.escape(bot_name)}\b[\s,:!\-–]*", text, re.I)
     if by_name:
-        return mention.sub("", text[by_name.end():]).strip()
+        return mention.sub("", text[by_name.end() :]).strip()
     if mention.search(text):
         return re.sub(r"\s{2,}", " ", mention.sub("", text)).strip(" ,:")
     if replied_to_bot:
@@ -122,10 +126,19 @@ async def _remember_this(request: Request, who: str | None, names: NameResolver)
     """ "remember this (about X)" in reply to a message: the replied-to words are the fact."""
     if request.reply_to_text is None:
         return None  # "remember that" without a reply to point at: not this phrasing
-    subject = await _subject_from_name(request, who, names) if who else Decision(
-        Route.REMEMBER, subject_id=request.reply_to_author_id)
-    return Decision(Route.REMEMBER, subject.subject_id, request.reply_to_text.strip(),
-                    subject.candidates, subject.unknown_name, speaker_id=request.reply_to_author_id)
+    subject = (
+        await _subject_from_name(request, who, names)
+        if who
+        else Decision(Route.REMEMBER, subject_id=request.reply_to_author_id)
+    )
+    return Decision(
+        Route.REMEMBER,
+        subject.subject_id,
+        request.reply_to_text.strip(),
+        subject.candidates,
+        subject.unknown_name,
+        speaker_id=request.reply_to_author_id,
+    )
 
 
 async def _subject_from_name(request: Request, who: str, names: NameResolver) -> Decision:
@@ -195,9 +208,44 @@ def third_person(fact: str, name: str) -> str:
 
 
 _NO_AGREEMENT = {
-    "can", "could", "will", "would", "shall", "should", "may", "might", "must", "did", "went", "got", "made",
-    "saw", "said", "came", "took", "gave", "left", "met", "bought", "thought", "told", "found", "felt", "lost",
-    "won", "ate", "drank", "ran", "began", "became", "knew", "wrote", "sold", "sent", "spent", "moved",
+    "can",
+    "could",
+    "will",
+    "would",
+    "shall",
+    "should",
+    "may",
+    "might",
+    "must",
+    "did",
+    "went",
+    "got",
+    "made",
+    "saw",
+    "said",
+    "came",
+    "took",
+    "gave",
+    "left",
+    "met",
+    "bought",
+    "thought",
+    "told",
+    "found",
+    "felt",
+    "lost",
+    "won",
+    "ate",
+    "drank",
+    "ran",
+    "began",
+    "became",
+    "knew",
+    "wrote",
+    "sold",
+    "sent",
+    "spent",
+    "moved",
 }
 
 

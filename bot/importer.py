@@ -104,9 +104,7 @@ def read_export(path: Path) -> Export:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
-        raise ImportFileError(
-            f"{path}: is not a DiscordChatExporter JSON export: {where}: {first['msg']}"
-        ) from exc
+        raise ImportFileError(f"{path}: is not a DiscordChatExporter JSON export: {where}: {first['msg']}") from exc
 
 
 async def import_file(memory: MemoryManager, path: Path, *, include_bots: bool, progress: bool) -> ImportResult:
@@ -118,12 +116,20 @@ async def import_file(memory: MemoryManager, path: Path, *, include_bots: bool, 
         if m.author.is_bot and not include_bots:
             skipped += 1
             continue
-        await memory.ingest_message(IncomingMessage(
-            guild_id=guild_id, channel_id=channel_id, message_id=m.id, author_id=m.author.id,
-            author_name=m.author.nickname or m.author.name, author_username=m.author.name, content=m.content,
-            created_at=m.timestamp, edited_at=m.timestamp_edited,
-            reply_to_id=m.reference.message_id if m.reference else None,
-            mentioned_user_ids=tuple(x.id for x in m.mentions),
-        ))
+        await memory.ingest_message(
+            IncomingMessage(
+                guild_id=guild_id,
+                channel_id=channel_id,
+                message_id=m.id,
+                author_id=m.author.id,
+                author_name=m.author.nickname or m.author.name,
+                author_username=m.author.name,
+                content=m.content,
+                created_at=m.timestamp,
+                edited_at=m.timestamp_edited,
+                reply_to_id=m.reference.message_id if m.reference else None,
+                mentioned_user_ids=tuple(x.id for x in m.mentions),
+            )
+        )
     await memory.flush()
     return ImportResult(path, export.guild.name, export.channel.name, len(export.messages) - skipped, skipped)

@@ -29,9 +29,16 @@ class ModelTurns:
             return Decision(Route.CHAT)
         author = await self._names.name(request.guild_id, request.author_id)
         result = await self._llm.run(
-            "route", {"bot_name": self._settings.bot_name, "author": author, "message": request.text,
-                      **when(datetime.now(UTC), self._settings.default_timezone)},
-            schema=RouteDecision, temperature=0, guild_id=request.guild_id,
+            "route",
+            {
+                "bot_name": self._settings.bot_name,
+                "author": author,
+                "message": request.text,
+                **when(datetime.now(UTC), self._settings.default_timezone),
+            },
+            schema=RouteDecision,
+            temperature=0,
+            guild_id=request.guild_id,
         )
         decision: RouteDecision = result.parsed
         route = Route(decision.route)
@@ -55,15 +62,24 @@ class ModelTurns:
         lines = []
         if self._window is not None and request.channel_id is not None:
             # Only this channel's own conversation: a private channel's talk never leaves it.
-            lines = self._window.recent(request.guild_id, request.channel_id,
-                                        budget_tokens=self._settings.chat_window_tokens, before=request.message_id)
-            lines = [replace(line, content=await self._names.render_mentions(request.guild_id, line.content))
-                     for line in lines]
+            lines = self._window.recent(
+                request.guild_id,
+                request.channel_id,
+                budget_tokens=self._settings.chat_window_tokens,
+                before=request.message_id,
+            )
+            lines = [
+                replace(line, content=await self._names.render_mentions(request.guild_id, line.content))
+                for line in lines
+            ]
         result = await self._llm.run(
             "chat",
             {
-                "bot_name": self._settings.bot_name, **when(datetime.now(UTC), zone),
-                "author": author, "memory": memory or "", "channel_xml": transcript(lines),
+                "bot_name": self._settings.bot_name,
+                **when(datetime.now(UTC), zone),
+                "author": author,
+                "memory": memory or "",
+                "channel_xml": transcript(lines),
                 "message": await self._names.render_mentions(request.guild_id, request.text),
             },
             guild_id=request.guild_id,

@@ -18,8 +18,9 @@ CITED = 5
 SNIPPET_CHARS = 300
 
 
-async def find(memory: MemoryManager, request: Request, *, now: datetime | None = None,
-               limit: int = CITED) -> list[Hit]:
+async def find(
+    memory: MemoryManager, request: Request, *, now: datetime | None = None, limit: int = CITED
+) -> list[Hit]:
     """The best hits for a question, searched from the channel it was asked in."""
     guild_id = request.guild_id
     text = MENTION.sub(" ", request.text)
@@ -28,8 +29,7 @@ async def find(memory: MemoryManager, request: Request, *, now: datetime | None 
         found = await memory.names.resolve(guild_id, word)
         if len(found) == 1:
             people.setdefault(found[0], set()).add(word)
-    return await memory.recall(guild_id, text, channel_id=request.channel_id, now=now, limit=limit,
-                               authors=people)
+    return await memory.recall(guild_id, text, channel_id=request.channel_id, now=now, limit=limit, authors=people)
 
 
 async def cite(memory: MemoryManager, hit: Hit, now: datetime) -> str:

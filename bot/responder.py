@@ -34,8 +34,15 @@ class Answer:
 class Responder:
     """Routes a request (fast path first, then the LLM router) and carries it out."""
 
-    def __init__(self, memory: MemoryManager, *, router: Router | None, chatter: Chatter, policy: str,
-                 recall_chatter: Chatter | None = None) -> None:
+    def __init__(
+        self,
+        memory: MemoryManager,
+        *,
+        router: Router | None,
+        chatter: Chatter,
+        policy: str,
+        recall_chatter: Chatter | None = None,
+    ) -> None:
         self._memory = memory
         self._router = router
         self._chatter = chatter
@@ -51,8 +58,9 @@ class Responder:
             return Answer(await self._which_one(request, decision), decision.route)
         if decision.route in {Route.REMEMBER, Route.FORGET}:
             if not self._allowed(request, decision, is_admin):
-                return Answer("Only the person themselves or an admin can change what I remember about someone.",
-                              decision.route)
+                return Answer(
+                    "Only the person themselves or an admin can change what I remember about someone.", decision.route
+                )
             return await self._change_facts(request, decision)
         if decision.route is Route.ABOUT:
             return Answer(await self._about(request, decision.subject_id), Route.ABOUT)  # type: ignore[arg-type]
@@ -83,8 +91,10 @@ class Responder:
         if self._recall_chatter is None:
             return f"Here is what I found:\n{listed}"
         known = await self._memory.facts(request.guild_id, request.author_id) or ""
-        memory = assemble([Section("Facts", known, guaranteed=True), Section("Recalled", items=sources, share=1.0)],
-                          self._memory.settings.context_token_budget)
+        memory = assemble(
+            [Section("Facts", known, guaranteed=True), Section("Recalled", items=sources, share=1.0)],
+            self._memory.settings.context_token_budget,
+        )
         reply = await self._recall_chatter(request, memory)
         return f"{reply}\n\nSources:\n" + "\n".join(f"• {line}" for line in sources[:3])
 
@@ -125,6 +135,8 @@ class Responder:
             listed = ", ".join(f"{names.get(c, 'someone')} (…{str(c)[-4:]})" for c in decision.candidates)
             return f"Several people here go by that name: {listed}. Mention the one you mean with @."
         if decision.unknown_name:
-            return (f"I don't know anyone called {decision.unknown_name} here yet. "
-                    "Mention them with @ so I know who you mean.")
+            return (
+                f"I don't know anyone called {decision.unknown_name} here yet. "
+                "Mention them with @ so I know who you mean."
+            )
         return "Who is that about? Mention them with @, or say “I” / “me” if it is about you."

@@ -31,9 +31,7 @@ class ConfigError(Exception):
 class Settings(BaseSettings):
     """Every knob of the bot; documented one by one in `.env.example`."""
 
-    model_config = SettingsConfigDict(
-        env_file=".env", env_file_encoding="utf-8", extra="ignore", env_ignore_empty=True
-    )
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", env_ignore_empty=True)
 
     discord_token: SecretStr | None = None
     dev_guild_id: int | None = None

@@ -57,12 +57,14 @@ async def _drop_summaries_of(session: AsyncSession, guild_id: int, days: set[dat
     await _drop_embeddings(session, guild_id, counts)
     if not days:
         return
-    result = await session.execute(delete(DailySummary).where(DailySummary.guild_id == guild_id,
-                                                              DailySummary.day.in_(days)))
+    result = await session.execute(
+        delete(DailySummary).where(DailySummary.guild_id == guild_id, DailySummary.day.in_(days))
+    )
     counts["daily_summaries"] += result.rowcount  # type: ignore[attr-defined]
     ends = {d + timedelta(days=k) for d in days for k in range(1, HISTORY_DAYS + 1)}
-    result = await session.execute(delete(HistoricalSummary).where(HistoricalSummary.guild_id == guild_id,
-                                                                   HistoricalSummary.end_date.in_(ends)))
+    result = await session.execute(
+        delete(HistoricalSummary).where(HistoricalSummary.guild_id == guild_id, HistoricalSummary.end_date.in_(ends))
+    )
     counts["historical_summaries"] += result.rowcount  # type: ignore[attr-defined]
     # Rollups are built from daily summaries: any week or month containing an affected day goes too.
     overlaps = or_(*(and_(Rollup.start_date <= d, Rollup.end_date > d) for d in days))
@@ -81,13 +83,19 @@ async def _delete_member(session: AsyncSession, guild_id: int, user_id: int) -> 
     days = await _days(session, and_(ChatMessage.guild_id == guild_id, ChatMessage.user_id == user_id))
     await _drop_summaries_of(session, guild_id, days, counts)
     # Their own summaries on any day, too (they may appear in a day only through others' messages).
-    for model, name in ((DailySummary, "daily_summaries"), (HistoricalSummary, "historical_summaries"),
-                        (Rollup, "rollups")):
+    for model, name in (
+        (DailySummary, "daily_summaries"),
+        (HistoricalSummary, "historical_summaries"),
+        (Rollup, "rollups"),
+    ):
         result = await session.execute(delete(model).where(model.guild_id == guild_id, model.user_id == user_id))
         counts[name] += result.rowcount  # type: ignore[attr-defined]
     # Changes they asked for about others stay (they are the other member's data) but no longer name them.
-    result = await session.execute(update(FactRevision).where(
-        FactRevision.guild_id == guild_id, FactRevision.requested_by == user_id).values(requested_by=0))
+    result = await session.execute(
+        update(FactRevision)
+        .where(FactRevision.guild_id == guild_id, FactRevision.requested_by == user_id)
+        .values(requested_by=0)
+    )
     counts["fact_revisions_unattributed"] += result.rowcount  # type: ignore[attr-defined]
     for model, name, column in (
         (ChatMessage, "chat_history", ChatMessage.user_id),
@@ -149,8 +157,20 @@ def delete_guild(*, guild_id: int) -> Deletion:
 async def _delete_guild(session: AsyncSession, guild_id: int) -> Counter[str]:
     """Everything the bot keeps about a guild."""
     counts: Counter[str] = Counter()
-    for model in (ChatMessage, UserFacts, FactRevision, DailySummary, HistoricalSummary, Rollup, MemberName,
-                  GuildSettings, UserOptOut, ChannelPrivacy, LlmCall, Embedding):
+    for model in (
+        ChatMessage,
+        UserFacts,
+        FactRevision,
+        DailySummary,
+        HistoricalSummary,
+        Rollup,
+        MemberName,
+        GuildSettings,
+        UserOptOut,
+        ChannelPrivacy,
+        LlmCall,
+        Embedding,
+    ):
         result = await session.execute(delete(model).where(model.guild_id == guild_id))  # type: ignore[attr-defined]
         counts[model.__tablename__] += result.rowcount  # type: ignore[attr-defined]
     return counts
@@ -161,28 +181,44 @@ async def remaining(session: AsyncSession, guild_id: int, user_id: int) -> dict[
     checks = {
         "chat_history": select(func.count()).where(ChatMessage.guild_id == guild_id, ChatMessage.user_id == user_id),
         "user_facts": select(func.count()).where(UserFacts.guild_id == guild_id, UserFacts.user_id == user_id),
-        "fact_revisions": select(func.count()).where(FactRevision.guild_id == guild_id,
-                                                     FactRevision.user_id == user_id),
-        "daily_summaries": select(func.count()).where(DailySummary.guild_id == guild_id,
-                                                      DailySummary.user_id == user_id),
-        "historical_summaries": select(func.count()).where(HistoricalSummary.guild_id == guild_id,
-                                                           HistoricalSummary.user_id == user_id),
+        "fact_revisions": select(func.count()).where(
+            FactRevision.guild_id == guild_id, FactRevision.user_id == user_id
+        ),
+        "daily_summaries": select(func.count()).where(
+            DailySummary.guild_id == guild_id, DailySummary.user_id == user_id
+        ),
+        "historical_summaries": select(func.count()).where(
+            HistoricalSummary.guild_id == guild_id, HistoricalSummary.user_id == user_id
+        ),
         "rollups": select(func.count()).where(Rollup.guild_id == guild_id, Rollup.user_id == user_id),
         "member_names": select(func.count()).where(MemberName.guild_id == guild_id, MemberName.user_id == user_id),
     }
     return {name: (await session.scalar(query)) or 0 for name, query in checks.items()}
 
 
-WORDS = {"chat_history": "messages", "user_facts": "facts entries", "fact_revisions": "fact revisions",
-         "daily_summaries": "daily summaries", "historical_summaries": "weekly histories", "rollups": "rollups",
-         "member_names": "names", "fact_revisions_unattributed": "revisions no longer attributed",
-         "llm_calls": "usage records", "channel_privacy": "channel settings", "embeddings": "cached embeddings",
-         "guild_settings": "settings", "user_optouts": "opt-outs"}
+WORDS = {
+    "chat_history": "messages",
+    "user_facts": "facts entries",
+    "fact_revisions": "fact revisions",
+    "daily_summaries": "daily summaries",
+    "historical_summaries": "weekly histories",
+    "rollups": "rollups",
+    "member_names": "names",
+    "fact_revisions_unattributed": "revisions no longer attributed",
+    "llm_calls": "usage records",
+    "channel_privacy": "channel settings",
+    "embeddings": "cached embeddings",
+    "guild_settings": "settings",
+    "user_optouts": "opt-outs",
+}
 
 
 def rows_in_words(counts: Counter[str]) -> str:
     """'2 messages, 1 facts entries, …': the rows a deletion reports, in words people use."""
     order = list(WORDS)
-    parts = [f"{n:,} {WORDS.get(table, table.replace('_', ' '))}"
-             for table, n in sorted(counts.items(), key=lambda kv: order.index(kv[0]) if kv[0] in WORDS else 99) if n]
+    parts = [
+        f"{n:,} {WORDS.get(table, table.replace('_', ' '))}"
+        for table, n in sorted(counts.items(), key=lambda kv: order.index(kv[0]) if kv[0] in WORDS else 99)
+        if n
+    ]
     return ", ".join(parts) if parts else "nothing (no rows matched)"

@@ -97,8 +97,16 @@ class BatchWriter:
     def _messages(self, messages: list[IncomingMessage]) -> list[Statement]:
         t = self._time
         rows = [
-            (m.message_id, m.guild_id, m.channel_id, m.author_id, m.content, t(m.created_at),
-             None if m.edited_at is None else t(m.edited_at), m.reply_to_id)
+            (
+                m.message_id,
+                m.guild_id,
+                m.channel_id,
+                m.author_id,
+                m.content,
+                t(m.created_at),
+                None if m.edited_at is None else t(m.edited_at),
+                m.reply_to_id,
+            )
             for m in messages
         ]
         # The newest name per member in this batch; across batches the SQL keeps the newest.

@@ -76,9 +76,7 @@ class DailySummary(Base):
     prompt_version: Mapped[str] = mapped_column(String(20))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
-    __table_args__ = (
-        UniqueConstraint("guild_id", "day", "user_id", name="uq_daily_summaries_guild_day_user"),
-    )
+    __table_args__ = (UniqueConstraint("guild_id", "day", "user_id", name="uq_daily_summaries_guild_day_user"),)
 
 
 class MemberName(Base):

@@ -56,7 +56,8 @@ def decay_rate(half_life_days: float) -> float:
 def fts5_match(guild_id: int | None, terms: list[str], user_id: int | None, *, every: bool = False) -> str:
     """An FTS5 query: the guild (and member) scope AND any (or every) term (terms are plain \\w+ words)."""
     scopes = ([f"scope:g{guild_id}"] if guild_id is not None else []) + (
-        [f"scope:u{user_id}"] if user_id is not None else [])
+        [f"scope:u{user_id}"] if user_id is not None else []
+    )
     return _match(scopes, [f'body:"{t}"' for t in terms], every=every)
 
 
@@ -81,8 +82,10 @@ def _match(scopes: list[str], words: list[str], *, every: bool = False) -> str:
 #   - and the RECENT newest rows holding any of the common words, unranked, after the ranked ones (with only
 #     common words, they are all there is: recency is the one signal left).
 MANY, DEPTH, RECENT, COMMON = 3_000, 1000, 300, 50_000
-_CANDIDATE = ("SELECT * FROM (SELECT rowid AS id, {rel} AS rel, {cover} AS cover FROM chat_fts "
-              "WHERE chat_fts MATCH :{name}{order})")
+_CANDIDATE = (
+    "SELECT * FROM (SELECT rowid AS id, {rel} AS rel, {cover} AS cover FROM chat_fts "
+    "WHERE chat_fts MATCH :{name}{order})"
+)
 _BM25 = "-bm25(chat_fts, 0.0, 1.0)"
 Plan = dict[str, tuple[str, str, float, str]]  # subquery -> (FTS5 match, ORDER BY … LIMIT …, share of words, rel)
 _counts: TTLCache[tuple[str, str], int] = TTLCache(maxsize=20_000, ttl=600)
@@ -90,10 +93,13 @@ _counts: TTLCache[tuple[str, str], int] = TTLCache(maxsize=20_000, ttl=600)
 
 def _candidates(plan: Plan) -> str:
     """The union of candidate subqueries, each row once with the most words it is known to contain."""
-    union = "\n    UNION ALL\n    ".join(_CANDIDATE.format(name=name, order=order, cover=cover, rel=rel)
-                                       for name, (_, order, cover, rel) in plan.items())
-    return (f"(SELECT id, max(rel) AS rel, max(cover) AS cover FROM (\n    {union}\n) GROUP BY id) AS k "
-            "CROSS JOIN chat_history AS c ON c.message_id = k.id")
+    union = "\n    UNION ALL\n    ".join(
+        _CANDIDATE.format(name=name, order=order, cover=cover, rel=rel) for name, (_, order, cover, rel) in plan.items()
+    )
+    return (
+        f"(SELECT id, max(rel) AS rel, max(cover) AS cover FROM (\n    {union}\n) GROUP BY id) AS k "
+        "CROSS JOIN chat_history AS c ON c.message_id = k.id"
+    )
 
 
 async def _count_upto(session: AsyncSession, match: str, cap: int) -> int:
@@ -118,7 +124,8 @@ async def _shared_database(session: AsyncSession, guild_id: int) -> bool:
 async def _sqlite_plan(session: AsyncSession, guild_id: int, terms: list[str], user_id: int | None) -> Plan:
     """Which candidates to rank (see above); `cover` lets the pool prefer the complete matches, like coord²."""
     scopes = ([f"scope:g{guild_id}"] if await _shared_database(session, guild_id) else []) + (
-        [f"scope:u{user_id}"] if user_id is not None else [])
+        [f"scope:u{user_id}"] if user_id is not None else []
+    )
     scopes = [s for s in scopes if not await _common(session, s)]
     words = [f'body:"{t}"' for t in terms]
     rare = [w for w in words if not await _common(session, w)]
@@ -136,14 +143,27 @@ async def _sqlite_plan(session: AsyncSession, guild_id: int, terms: list[str], u
         plan["m_all"] = (_match(scopes, rare, every=True), rank.format(DEPTH), 1.0, _BM25)
     if n > 2:  # all but one word, for questions of three words or more
         for i in range(n):
-            plan[f"m_but{i}"] = (_match(scopes, rare[:i] + rare[i + 1:], every=True), rank.format(DEPTH // n),
-                                 (n - 1) / n, _BM25)
+            plan[f"m_but{i}"] = (
+                _match(scopes, rare[:i] + rare[i + 1 :], every=True),
+                rank.format(DEPTH // n),
+                (n - 1) / n,
+                _BM25,
+            )
     return plan
 
 
 async def search_messages(
-    session: AsyncSession, guild_id: int, terms: list[str], *, user_id: int | None, since: datetime | None,
-    until: datetime | None, now: datetime, half_life_days: float, here: int | None, limit: int,
+    session: AsyncSession,
+    guild_id: int,
+    terms: list[str],
+    *,
+    user_id: int | None,
+    since: datetime | None,
+    until: datetime | None,
+    now: datetime,
+    half_life_days: float,
+    here: int | None,
+    limit: int,
 ) -> list[MessageRow]:
     """The best `limit` messages by relevance × decay (`since` / `until`: None for no bound)."""
     args = (session, guild_id, terms, user_id, since, until, now, half_life_days, here, limit)
@@ -153,8 +173,17 @@ async def search_messages(
 
 
 async def _search_messages(  # noqa: PLR0917 - one call site, the public function above
-    session: AsyncSession, guild_id: int, terms: list[str], user_id: int | None, since: datetime | None,
-    until: datetime | None, now: datetime, half_life_days: float, here: int | None, limit: int, *,
+    session: AsyncSession,
+    guild_id: int,
+    terms: list[str],
+    user_id: int | None,
+    since: datetime | None,
+    until: datetime | None,
+    now: datetime,
+    half_life_days: float,
+    here: int | None,
+    limit: int,
+    *,
     plan: Plan | None,
 ) -> list[MessageRow]:
     sqlite = session.bind.dialect.name == "sqlite"  # type: ignore[union-attr]
@@ -176,7 +205,8 @@ async def _search_messages(  # noqa: PLR0917 - one call site, the public functio
         match = "c.search @@ q.query" + (" AND c.user_id = :user_id" if user_id is not None else "")
         age = "greatest(0.0, extract(epoch FROM (:now - c.timestamp)) / 86400.0)"
     score = f"{relevance} * exp(-:rate * {age})"
-    query = text(f"""
+    query = (
+        text(f"""
         SELECT c.message_id, c.channel_id, c.user_id, c.message_text, c.timestamp,
                {relevance} AS relevance, {score} AS score
         FROM {source}
@@ -185,14 +215,27 @@ async def _search_messages(  # noqa: PLR0917 - one call site, the public functio
           AND (c.channel_id = :here OR c.channel_id NOT IN ({_NOT_SHARED}))
         ORDER BY score DESC, c.message_id DESC
         LIMIT :limit
-    """).bindparams(
-        bindparam("since", type_=UTCDateTime()), bindparam("until", type_=UTCDateTime()),
-        bindparam("now", type_=UTCDateTime()), bindparam("rate", type_=Float()),
-        bindparam("guild_id", type_=BigInteger()), bindparam("here", type_=BigInteger()),
-        bindparam("limit", type_=Integer()),
-    ).columns(timestamp=UTCDateTime())
-    params: dict[str, object] = {"guild_id": guild_id, "since": since or FAR_PAST, "until": until or FAR_FUTURE,
-                                 "now": now, "rate": decay_rate(half_life_days), "here": here, "limit": limit}
+    """)
+        .bindparams(
+            bindparam("since", type_=UTCDateTime()),
+            bindparam("until", type_=UTCDateTime()),
+            bindparam("now", type_=UTCDateTime()),
+            bindparam("rate", type_=Float()),
+            bindparam("guild_id", type_=BigInteger()),
+            bindparam("here", type_=BigInteger()),
+            bindparam("limit", type_=Integer()),
+        )
+        .columns(timestamp=UTCDateTime())
+    )
+    params: dict[str, object] = {
+        "guild_id": guild_id,
+        "since": since or FAR_PAST,
+        "until": until or FAR_FUTURE,
+        "now": now,
+        "rate": decay_rate(half_life_days),
+        "here": here,
+        "limit": limit,
+    }
     if plan is not None:
         for name, (match_text, *_) in plan.items():
             params[name] = match_text
@@ -214,8 +257,16 @@ async def _search_messages(  # noqa: PLR0917 - one call site, the public functio
 
 
 async def search_summaries(
-    session: AsyncSession, guild_id: int, terms: list[str], *, user_id: int | None, since: date, until: date,
-    today: date, half_life_days: float, limit: int,
+    session: AsyncSession,
+    guild_id: int,
+    terms: list[str],
+    *,
+    user_id: int | None,
+    since: date,
+    until: date,
+    today: date,
+    half_life_days: float,
+    limit: int,
 ) -> list[SummaryRow]:
     """The best `limit` daily summaries by relevance × decay (age counted in whole days)."""
     sqlite = session.bind.dialect.name == "sqlite"  # type: ignore[union-attr]
@@ -229,20 +280,33 @@ async def search_summaries(
         relevance = "ts_rank(s.search, q.query, 1)"
         match = "s.search @@ q.query" + (" AND s.user_id = :user_id" if user_id is not None else "")
         age = "greatest(0, :today - s.day)"
-    query = text(f"""
+    query = (
+        text(f"""
         SELECT s.user_id, s.day, s.summary, {relevance} AS relevance, {relevance} * exp(-:rate * {age}) AS score
         FROM {source}
         WHERE {match} AND s.guild_id = :guild_id AND s.day >= :since AND s.day < :until AND s.summary != ''
           AND s.user_id NOT IN ({_OPTED_OUT})
         ORDER BY score DESC, s.day DESC, s.user_id
         LIMIT :limit
-    """).bindparams(
-        bindparam("since", type_=Date()), bindparam("until", type_=Date()), bindparam("today", type_=Date()),
-        bindparam("rate", type_=Float()), bindparam("guild_id", type_=BigInteger()),
-        bindparam("limit", type_=Integer()),
-    ).columns(day=Date())
-    params: dict[str, object] = {"guild_id": guild_id, "since": since, "until": until, "today": today,
-                                 "rate": decay_rate(half_life_days), "limit": limit}
+    """)
+        .bindparams(
+            bindparam("since", type_=Date()),
+            bindparam("until", type_=Date()),
+            bindparam("today", type_=Date()),
+            bindparam("rate", type_=Float()),
+            bindparam("guild_id", type_=BigInteger()),
+            bindparam("limit", type_=Integer()),
+        )
+        .columns(day=Date())
+    )
+    params: dict[str, object] = {
+        "guild_id": guild_id,
+        "since": since,
+        "until": until,
+        "today": today,
+        "rate": decay_rate(half_life_days),
+        "limit": limit,
+    }
     if sqlite:
         params["match"] = fts5_match(guild_id, terms, user_id)
         query = query.bindparams(bindparam("match", type_=String()))
@@ -253,21 +317,31 @@ async def search_summaries(
             params["user_id"] = user_id
             query = query.bindparams(bindparam("user_id", type_=BigInteger()))
     rows = await session.execute(query, params)
-    return [SummaryRow(u, d if isinstance(d, date) else date.fromisoformat(str(d)), body, float(r), float(s))
-            for u, d, body, r, s in rows]
+    return [
+        SummaryRow(u, d if isinstance(d, date) else date.fromisoformat(str(d)), body, float(r), float(s))
+        for u, d, body, r, s in rows
+    ]
 
 
-async def recent_messages(session: AsyncSession, guild_id: int, *, user_id: int | None, here: int | None,
-                          limit: int) -> list[MessageRow]:
+async def recent_messages(
+    session: AsyncSession, guild_id: int, *, user_id: int | None, here: int | None, limit: int
+) -> list[MessageRow]:
     """The guild's newest shared messages (candidates that only meaning, not words, may connect to a question)."""
     user = " AND c.user_id = :user_id" if user_id is not None else ""
-    query = text(f"""
+    query = (
+        text(f"""
         SELECT c.message_id, c.channel_id, c.user_id, c.message_text, c.timestamp FROM chat_history AS c
         WHERE c.guild_id = :guild_id{user} AND c.user_id NOT IN ({_OPTED_OUT})
           AND (c.channel_id = :here OR c.channel_id NOT IN ({_NOT_SHARED}))
         ORDER BY c.timestamp DESC LIMIT :limit
-    """).bindparams(bindparam("guild_id", type_=BigInteger()), bindparam("here", type_=BigInteger()),
-                    bindparam("limit", type_=Integer())).columns(timestamp=UTCDateTime())
+    """)
+        .bindparams(
+            bindparam("guild_id", type_=BigInteger()),
+            bindparam("here", type_=BigInteger()),
+            bindparam("limit", type_=Integer()),
+        )
+        .columns(timestamp=UTCDateTime())
+    )
     params: dict[str, object] = {"guild_id": guild_id, "here": here, "limit": limit}
     if user_id is not None:
         query = query.bindparams(bindparam("user_id", type_=BigInteger()))

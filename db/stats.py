@@ -18,19 +18,24 @@ async def guild_stats(session: AsyncSession, guild_id: int, *, now: datetime) ->
 
     since = now - timedelta(hours=24)
     calls = select(func.count(), func.coalesce(func.sum(LlmCall.tokens_in + LlmCall.tokens_out), 0)).where(
-        LlmCall.guild_id == guild_id, LlmCall.at >= since)
+        LlmCall.guild_id == guild_id, LlmCall.at >= since
+    )
     count_24h, tokens_24h = (await session.execute(calls)).one()
     return {
         "messages": await scalar(select(func.count()).where(ChatMessage.guild_id == guild_id)),
-        "members_seen": await scalar(select(func.count(func.distinct(ChatMessage.user_id)))
-                                     .where(ChatMessage.guild_id == guild_id)),
+        "members_seen": await scalar(
+            select(func.count(func.distinct(ChatMessage.user_id))).where(ChatMessage.guild_id == guild_id)
+        ),
         "members_with_facts": await scalar(select(func.count()).where(UserFacts.guild_id == guild_id)),
         "daily_summaries": await scalar(select(func.count()).where(DailySummary.guild_id == guild_id)),
         "historical_summaries": await scalar(select(func.count()).where(HistoricalSummary.guild_id == guild_id)),
         "llm_calls_24h": int(count_24h or 0),
         "llm_tokens_24h": int(tokens_24h or 0),
-        "llm_errors_24h": await scalar(select(func.count()).where(
-            LlmCall.guild_id == guild_id, LlmCall.at >= since, LlmCall.outcome.in_(["error", "skipped"]))),
+        "llm_errors_24h": await scalar(
+            select(func.count()).where(
+                LlmCall.guild_id == guild_id, LlmCall.at >= since, LlmCall.outcome.in_(["error", "skipped"])
+            )
+        ),
         "database_bytes": await database_bytes(session),
     }
 

@@ -27,8 +27,13 @@ async def day_messages(
     )
     rows = await session.execute(
         select(ChatMessage.timestamp, ChatMessage.user_id, ChatMessage.message_text)
-        .where(ChatMessage.guild_id == guild_id, ChatMessage.timestamp >= start, ChatMessage.timestamp < end,
-               ChatMessage.user_id.not_in(opted_out), ChatMessage.channel_id.not_in(not_shared))
+        .where(
+            ChatMessage.guild_id == guild_id,
+            ChatMessage.timestamp >= start,
+            ChatMessage.timestamp < end,
+            ChatMessage.user_id.not_in(opted_out),
+            ChatMessage.channel_id.not_in(not_shared),
+        )
         .order_by(ChatMessage.timestamp, ChatMessage.message_id)
     )
     return [(ts, user_id, text) for ts, user_id, text in rows]
@@ -36,10 +41,13 @@ async def day_messages(
 
 async def stored_day(session: AsyncSession, guild_id: int, day: date) -> dict[int, str] | None:
     """The stored summaries of a past day, or None when the day was never summarised."""
-    rows = (await session.execute(
-        select(DailySummary.user_id, DailySummary.summary).where(
-            DailySummary.guild_id == guild_id, DailySummary.day == day)
-    )).all()
+    rows = (
+        await session.execute(
+            select(DailySummary.user_id, DailySummary.summary).where(
+                DailySummary.guild_id == guild_id, DailySummary.day == day
+            )
+        )
+    ).all()
     return {user_id: summary for user_id, summary in rows} if rows else None
 
 
@@ -48,35 +56,76 @@ def _insert(session: AsyncSession, table: type) -> object:
 
 
 async def save_day(
-    session: AsyncSession, guild_id: int, day: date, summaries: dict[int, str], *, model: str, version: str,
+    session: AsyncSession,
+    guild_id: int,
+    day: date,
+    summaries: dict[int, str],
+    *,
+    model: str,
+    version: str,
     at: datetime,
 ) -> None:
     """Persist a past day's summaries; a second process that got there first wins (same day, same input)."""
     if not summaries:
         return
-    rows = [{"guild_id": guild_id, "day": day, "user_id": user_id, "summary": text, "model": model,
-             "prompt_version": version, "created_at": at} for user_id, text in summaries.items()]
-    stmt = _insert(session, DailySummary).values(rows).on_conflict_do_nothing(  # type: ignore[attr-defined]
-        index_elements=["guild_id", "day", "user_id"])
+    rows = [
+        {
+            "guild_id": guild_id,
+            "day": day,
+            "user_id": user_id,
+            "summary": text,
+            "model": model,
+            "prompt_version": version,
+            "created_at": at,
+        }
+        for user_id, text in summaries.items()
+    ]
+    stmt = (
+        _insert(session, DailySummary)
+        .values(rows)
+        .on_conflict_do_nothing(  # type: ignore[attr-defined]
+            index_elements=["guild_id", "day", "user_id"]
+        )
+    )
     await session.execute(stmt)
 
 
 async def stored_history(session: AsyncSession, guild_id: int, user_id: int, end_date: date) -> str | None:
     """A stored historical summary, or None."""
-    return await session.scalar(select(HistoricalSummary.summary).where(
-        HistoricalSummary.guild_id == guild_id, HistoricalSummary.user_id == user_id,
-        HistoricalSummary.end_date == end_date))
+    return await session.scalar(
+        select(HistoricalSummary.summary).where(
+            HistoricalSummary.guild_id == guild_id,
+            HistoricalSummary.user_id == user_id,
+            HistoricalSummary.end_date == end_date,
+        )
+    )
 
 
 async def save_history(
-    session: AsyncSession, guild_id: int, user_id: int, end_date: date, summary: str, *, model: str, version: str,
+    session: AsyncSession,
+    guild_id: int,
+    user_id: int,
+    end_date: date,
+    summary: str,
+    *,
+    model: str,
+    version: str,
     at: datetime,
 ) -> None:
     """Persist a historical summary (first writer wins)."""
-    stmt = _insert(session, HistoricalSummary).values(  # type: ignore[attr-defined]
-        guild_id=guild_id, user_id=user_id, end_date=end_date, summary=summary, model=model,
-        prompt_version=version, created_at=at,
-    ).on_conflict_do_nothing(index_elements=["guild_id", "user_id", "end_date"])
+    stmt = (
+        _insert(session, HistoricalSummary)
+        .values(  # type: ignore[attr-defined]
+            guild_id=guild_id,
+            user_id=user_id,
+            end_date=end_date,
+            summary=summary,
+            model=model,
+            prompt_version=version,
+            created_at=at,
+        )
+        .on_conflict_do_nothing(index_elements=["guild_id", "user_id", "end_date"])
+    )
     await session.execute(stmt)
 
 
@@ -96,18 +145,41 @@ class Period:
 
 async def stored_rollup(session: AsyncSession, guild_id: int, user_id: int, period: Period) -> str | None:
     """A stored rollup, or None."""
-    return await session.scalar(select(Rollup.summary).where(
-        Rollup.guild_id == guild_id, Rollup.user_id == user_id, Rollup.period == period.kind,
-        Rollup.start_date == period.start))
+    return await session.scalar(
+        select(Rollup.summary).where(
+            Rollup.guild_id == guild_id,
+            Rollup.user_id == user_id,
+            Rollup.period == period.kind,
+            Rollup.start_date == period.start,
+        )
+    )
 
 
 async def save_rollup(
-    session: AsyncSession, guild_id: int, user_id: int, period: Period, summary: str, *, model: str, version: str,
+    session: AsyncSession,
+    guild_id: int,
+    user_id: int,
+    period: Period,
+    summary: str,
+    *,
+    model: str,
+    version: str,
     at: datetime,
 ) -> None:
     """Persist a rollup (first writer wins: same period, same daily summaries)."""
-    stmt = _insert(session, Rollup).values(  # type: ignore[attr-defined]
-        guild_id=guild_id, user_id=user_id, period=period.kind, start_date=period.start, end_date=period.end,
-        summary=summary, model=model, prompt_version=version, created_at=at,
-    ).on_conflict_do_nothing(index_elements=["guild_id", "user_id", "period", "start_date"])
+    stmt = (
+        _insert(session, Rollup)
+        .values(  # type: ignore[attr-defined]
+            guild_id=guild_id,
+            user_id=user_id,
+            period=period.kind,
+            start_date=period.start,
+            end_date=period.end,
+            summary=summary,
+            model=model,
+            prompt_version=version,
+            created_at=at,
+        )
+        .on_conflict_do_nothing(index_elements=["guild_id", "user_id", "period", "start_date"])
+    )
     await session.execute(stmt)

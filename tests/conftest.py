@@ -116,8 +116,14 @@ async def llm(request: pytest.FixtureRequest) -> AsyncIterator[LLM]:
     client = genai.Client(api_key="test-key", http_options=types.HttpOptions(base_url=stub.base_url))
     gemini = GeminiProvider(client, models={"batch": "gemini-2.5-flash", "fast": "gemma-3-27b-it"}, timeout_s=5)
     provider = ResilientProvider(
-        gemini, attempts=2, timeout_s=5, max_concurrency=4, requests_per_minute=10_000,
-        breaker=CircuitBreaker(failures=5, cooldown=60), wait_initial=0.01, wait_max=0.05,
+        gemini,
+        attempts=2,
+        timeout_s=5,
+        max_concurrency=4,
+        requests_per_minute=10_000,
+        breaker=CircuitBreaker(failures=5, cooldown=60),
+        wait_initial=0.01,
+        wait_max=0.05,
     )
     yield LLM(provider, prompts=load_prompts(), offline=RefuseOffline(), client=client)
     await client.aio.aclose()

@@ -18,19 +18,29 @@ def write_export(path: Path, count: int, *, start: datetime | None = None) -> Pa
     for i in range(count):
         author_id, name, nickname = AUTHORS[2] if i % 10 == 9 else AUTHORS[i % 2]
         at = start + timedelta(minutes=i)
-        messages.append({
-            "id": str(2**60 + 1_000_000 + i),
-            "type": "Default",
-            "timestamp": at.isoformat(),
-            "timestampEdited": (at + timedelta(seconds=30)).isoformat() if i % 7 == 3 else None,
-            "isPinned": False,
-            "content": f"message {i} about the trip to Lisbon" + (f" <@{AUTHORS[1][0]}>" if i % 4 == 0 else ""),
-            "author": {"id": str(author_id), "name": name, "discriminator": "0000", "nickname": nickname,
-                       "isBot": author_id == AUTHORS[2][0]},
-            "mentions": [{"id": str(AUTHORS[1][0]), "name": "bob"}] if i % 4 == 0 else [],
-            **({"reference": {"messageId": str(2**60 + 1_000_000 + i - 1), "channelId": str(CHANNEL_ID)}}
-               if i % 5 == 4 else {}),
-        })
+        messages.append(
+            {
+                "id": str(2**60 + 1_000_000 + i),
+                "type": "Default",
+                "timestamp": at.isoformat(),
+                "timestampEdited": (at + timedelta(seconds=30)).isoformat() if i % 7 == 3 else None,
+                "isPinned": False,
+                "content": f"message {i} about the trip to Lisbon" + (f" <@{AUTHORS[1][0]}>" if i % 4 == 0 else ""),
+                "author": {
+                    "id": str(author_id),
+                    "name": name,
+                    "discriminator": "0000",
+                    "nickname": nickname,
+                    "isBot": author_id == AUTHORS[2][0],
+                },
+                "mentions": [{"id": str(AUTHORS[1][0]), "name": "bob"}] if i % 4 == 0 else [],
+                **(
+                    {"reference": {"messageId": str(2**60 + 1_000_000 + i - 1), "channelId": str(CHANNEL_ID)}}
+                    if i % 5 == 4
+                    else {}
+                ),
+            }
+        )
     export = {
         "guild": {"id": str(GUILD_ID), "name": "Test Guild", "iconUrl": ""},
         "channel": {"id": str(CHANNEL_ID), "type": "GuildTextChat", "name": "general", "topic": None},

@@ -37,21 +37,25 @@ def scripted_model(request: StubRequest) -> Reply:
         said: dict[str, list[str]] = {}
         for author_id, _, content in pairs:
             said.setdefault(author_id, []).append(html.unescape(content))
-        summaries = [{"user_id": uid, "summary": f"wrote {len(lines)} messages, first: {lines[0]}"}
-                     for uid, lines in said.items()]
+        summaries = [
+            {"user_id": uid, "summary": f"wrote {len(lines)} messages, first: {lines[0]}"}
+            for uid, lines in said.items()
+        ]
         return as_json({"summaries": summaries})
     if '<day date="' in prompt:
         days = re.findall(r'<day date="([^"]+)">([^<]*)</day>', prompt)
         return text(("History: " + " | ".join(f"{d}: {html.unescape(t)}" for d, t in days))[:500])  # "~500 chars"
     if "<today>" in prompt:
-        return text(f"MERGED facts=[{element(prompt, 'facts')}] today=[{element(prompt, 'today')}] "
-                    f"history=[{element(prompt, 'history')}] earlier=[{element(prompt, 'earlier')}]")
+        return text(
+            f"MERGED facts=[{element(prompt, 'facts')}] today=[{element(prompt, 'today')}] "
+            f"history=[{element(prompt, 'history')}] earlier=[{element(prompt, 'earlier')}]"
+        )
     if "<channel>" in prompt:
         said = " / ".join(html.unescape(c) for c in re.findall(r"<content>([^<]*)</content>", prompt))
         reply = f"(stub model) you said: {element(prompt, 'message')} | memory: {element(prompt, 'memory')}"
         return text(reply + (f" | channel: {said}" if said else ""))
     facts = element(prompt, "facts")
-    return text(facts[len(facts) // 2:])
+    return text(facts[len(facts) // 2 :])
 
 
 class RefuseOffline(OfflineProvider):

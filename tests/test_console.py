@@ -23,8 +23,16 @@ Elefant, forget that I like green tea
 def run(args: list[str], tmp_path: Path, stdin: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in {"DISCORD_TOKEN", "GEMINI_API_KEY"}}
     env["DATABASE_URL"] = f"sqlite:///{tmp_path}/console.db"
-    return subprocess.run([sys.executable, "-m", "bot", *args], input=stdin, capture_output=True, text=True,
-                          cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)}, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+        check=False,
+    )
 
 
 def test_scripted_console_session_offline(tmp_path):
@@ -72,8 +80,9 @@ def test_import_then_context_for_an_imported_member(tmp_path):
     assert imported.stdout.strip() == f"{export}: 180 messages from #general (Test Guild), 20 from bots skipped"
     now = run(["context", "--guild", str(GUILD_ID), "--user", str(AUTHORS[0][0])], tmp_path, "")
     assert "their last stored message is from 2025-03-01: try --at 2025-03-01T12:18:00" in now.stdout  # old export
-    result = run(["context", "--guild", str(GUILD_ID), "--user", str(AUTHORS[0][0]), "--at", "2025-03-02T12:00:00"],
-                 tmp_path, "")
+    result = run(
+        ["context", "--guild", str(GUILD_ID), "--user", str(AUTHORS[0][0]), "--at", "2025-03-02T12:00:00"], tmp_path, ""
+    )
     assert result.returncode == 0, result.stderr
     assert "2025-03-01" in result.stdout and "Ana wrote" in result.stdout
     bad = tmp_path / "bad.json"

@@ -53,9 +53,16 @@ async def test_bots_are_imported_when_the_setting_says_so(memory, tmp_path):
     [
         ("{not json", "is not a JSON export"),
         (json.dumps({"guild": {"id": "1"}, "messages": []}), "channel"),
-        (json.dumps({"guild": {"id": "1"}, "channel": {"id": "2"},
-                     "messages": [{"id": "x", "timestamp": "2025-01-01T00:00:00+00:00", "author": {}}]}),
-         "messages.0.id"),
+        (
+            json.dumps(
+                {
+                    "guild": {"id": "1"},
+                    "channel": {"id": "2"},
+                    "messages": [{"id": "x", "timestamp": "2025-01-01T00:00:00+00:00", "author": {}}],
+                }
+            ),
+            "messages.0.id",
+        ),
     ],
 )
 def test_a_bad_file_gets_one_clear_error_naming_it(tmp_path, content, problem):

@@ -20,16 +20,19 @@ class NoNames:
         return []
 
 
-@pytest.mark.parametrize("text, route", [
-    ("when did Bob mention his exam?", Route.RECALL),
-    ("What did we decide about the trip last month?", Route.RECALL),
-    ("do you remember when we went climbing?", Route.RECALL),
-    ("remember when Ana baked that cake", Route.RECALL),
-    ("search for lisbon tickets", Route.RECALL),
-    ("what did I say?", None),  # nothing to search for: the conversation at hand answers that
-    ("remember that I like tea", Route.REMEMBER),
-    ("how are you?", None),
-])
+@pytest.mark.parametrize(
+    "text, route",
+    [
+        ("when did Bob mention his exam?", Route.RECALL),
+        ("What did we decide about the trip last month?", Route.RECALL),
+        ("do you remember when we went climbing?", Route.RECALL),
+        ("remember when Ana baked that cake", Route.RECALL),
+        ("search for lisbon tickets", Route.RECALL),
+        ("what did I say?", None),  # nothing to search for: the conversation at hand answers that
+        ("remember that I like tea", Route.REMEMBER),
+        ("how are you?", None),
+    ],
+)
 async def test_questions_about_the_past_are_routed_to_recall(text, route):
     decision = await fast_route(Request(GUILD, ALICE, text), NoNames())
     assert (decision.route if decision else None) is route
@@ -41,8 +44,11 @@ async def memory(engine, settings, llm):
     await memory.start()
     memory.turns = ModelTurns(llm, memory.names, settings, memory.window)
     old = message("my chemistry exam is on the 14th", author=BOB, name="Bob", at=T0 - timedelta(days=25))
-    for msg in (old, message("pizza tonight?", author=ALICE, name="Ana", at=T0 - timedelta(days=1)),
-                message("exams are the worst", author=ALICE, name="Ana", at=T0 - timedelta(days=2))):
+    for msg in (
+        old,
+        message("pizza tonight?", author=ALICE, name="Ana", at=T0 - timedelta(days=1)),
+        message("exams are the worst", author=ALICE, name="Ana", at=T0 - timedelta(days=2)),
+    ):
         await memory.ingest_message(msg)
     await memory.flush()
     memory.planted = old
@@ -51,8 +57,13 @@ async def memory(engine, settings, llm):
 
 
 async def test_recall_answer_cites_date_author_and_link(memory, llm):
-    responder = Responder(memory, router=memory.turns.route, chatter=memory.turns.chat, policy="anyone",
-                          recall_chatter=None if llm.is_offline else memory.turns.chat)
+    responder = Responder(
+        memory,
+        router=memory.turns.route,
+        chatter=memory.turns.chat,
+        policy="anyone",
+        recall_chatter=None if llm.is_offline else memory.turns.chat,
+    )
     answer = await responder.respond(Request(GUILD, ALICE, "when did Bob mention his exam?", channel_id=CHANNEL))
     assert answer.route is Route.RECALL
     link = f"https://discord.com/channels/{GUILD}/{CHANNEL}/{memory.planted.message_id}"

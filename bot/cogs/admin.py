@@ -68,8 +68,9 @@ def stats_text(figures: dict[str, int], caches: dict[str, CacheReport]) -> str:
 
 @app_commands.guild_only()
 @app_commands.default_permissions(manage_guild=True)
-class AdminCommands(commands.GroupCog, group_name="memory-admin",
-                    group_description="Manage what Elefant remembers in this server"):
+class AdminCommands(
+    commands.GroupCog, group_name="memory-admin", group_description="Manage what Elefant remembers in this server"
+):
     """Admin-only: every command here needs Manage Server, checked by Discord's default and again at run time."""
 
     purge = app_commands.Group(name="purge", description="Delete stored data for real (asks first)")
@@ -95,29 +96,41 @@ class AdminCommands(commands.GroupCog, group_name="memory-admin",
             figures = await guild_stats(session, interaction.guild_id, now=self.memory.clock.now())
         await answer(interaction, stats_text(figures, self.memory.cache_reports()))
 
-    async def _confirm_purge(self, interaction: discord.Interaction, what: str,
-                             work: Callable[[], Awaitable[Counter[str]]]) -> None:
+    async def _confirm_purge(
+        self, interaction: discord.Interaction, what: str, work: Callable[[], Awaitable[Counter[str]]]
+    ) -> None:
         async def run() -> str:
             return f"Deleted {what}: {rows_in_words(await work())}."
 
         view = Confirm(interaction.user.id, run, yes="Delete", no="Cancel")
-        await answer(interaction, f"Delete {what}? This removes the messages and every summary built from them, "
-                                  "from the database and from my caches. It cannot be undone.", view=view)
+        await answer(
+            interaction,
+            f"Delete {what}? This removes the messages and every summary built from them, "
+            "from the database and from my caches. It cannot be undone.",
+            view=view,
+        )
 
     @purge.command(name="user", description="Everything kept about one member")
     async def purge_user(self, interaction: discord.Interaction, user: discord.User) -> None:
         assert interaction.guild_id is not None
         guild_id = interaction.guild_id
-        await self._confirm_purge(interaction, f"everything about {user.display_name} in this server",
-                                  lambda: self.memory.forget_member(guild_id, user.id))
+        await self._confirm_purge(
+            interaction,
+            f"everything about {user.display_name} in this server",
+            lambda: self.memory.forget_member(guild_id, user.id),
+        )
 
     @purge.command(name="channel", description="A channel's stored messages")
-    async def purge_channel(self, interaction: discord.Interaction,
-                            channel: discord.TextChannel | discord.Thread | discord.VoiceChannel) -> None:
+    async def purge_channel(
+        self, interaction: discord.Interaction, channel: discord.TextChannel | discord.Thread | discord.VoiceChannel
+    ) -> None:
         assert interaction.guild_id is not None
         guild_id = interaction.guild_id
-        await self._confirm_purge(interaction, f"the stored messages of #{channel.name}",
-                                  lambda: self.memory.purge_channel(guild_id, channel.id))
+        await self._confirm_purge(
+            interaction,
+            f"the stored messages of #{channel.name}",
+            lambda: self.memory.purge_channel(guild_id, channel.id),
+        )
 
     @purge.command(name="before", description="Every stored message before a date")
     @app_commands.describe(day="YYYY-MM-DD; messages before that day starts in the server's time zone go")
@@ -127,44 +140,62 @@ class AdminCommands(commands.GroupCog, group_name="memory-admin",
         try:
             cutoff_day = date.fromisoformat(day.strip())
         except ValueError:
-            await answer(interaction, f"“{day}” is not a date I can read. Please write it as YYYY-MM-DD, "
-                                      "e.g. 2026-01-31. Nothing was deleted.")
+            await answer(
+                interaction,
+                f"“{day}” is not a date I can read. Please write it as YYYY-MM-DD, "
+                "e.g. 2026-01-31. Nothing was deleted.",
+            )
             return
         zone = self.memory.zone(guild_id)
         cutoff, _ = day_bounds(cutoff_day, zone)
-        await self._confirm_purge(interaction, f"every message before {cutoff_day} ({zone})",
-                                  lambda: self.memory.purge_before(guild_id, cutoff))
+        await self._confirm_purge(
+            interaction,
+            f"every message before {cutoff_day} ({zone})",
+            lambda: self.memory.purge_before(guild_id, cutoff),
+        )
 
     @purge.command(name="all", description="Everything kept about this server")
     async def purge_all(self, interaction: discord.Interaction) -> None:
         assert interaction.guild_id is not None
         guild_id = interaction.guild_id
-        await self._confirm_purge(interaction, "everything I keep about this server (messages, facts, "
-                                               "summaries, settings)", lambda: self.memory.purge_guild(guild_id))
+        await self._confirm_purge(
+            interaction,
+            "everything I keep about this server (messages, facts, summaries, settings)",
+            lambda: self.memory.purge_guild(guild_id),
+        )
 
     @app_commands.command(name="revert", description="Undo one change to a member's facts")
     @app_commands.describe(revision="The number from /memory history")
-    async def revert(self, interaction: discord.Interaction, user: discord.User,
-                     revision: app_commands.Range[int, 1]) -> None:
+    async def revert(
+        self, interaction: discord.Interaction, user: discord.User, revision: app_commands.Range[int, 1]
+    ) -> None:
         assert interaction.guild_id is not None
         try:
-            change = await self.memory.revert(interaction.guild_id, user.id, revision,
-                                              requested_by=interaction.user.id)
+            change = await self.memory.revert(interaction.guild_id, user.id, revision, requested_by=interaction.user.id)
         except RevisionNotFoundError:
-            await answer(interaction, f"There is no revision #{revision} for {user.display_name}; "
-                                      "`/memory history` lists them. Nothing was changed.")
+            await answer(
+                interaction,
+                f"There is no revision #{revision} for {user.display_name}; "
+                "`/memory history` lists them. Nothing was changed.",
+            )
             return
         if not change.changed:
             await answer(interaction, f"Reverting #{revision} changes nothing: the facts are already like that.")
             return
         now = await self.memory.names.render_mentions(interaction.guild_id, change.after, at=False)
-        await answer(interaction, f"Undid revision #{revision} (as revision #{change.revision_id}). "
-                                  f"What I know about {user.display_name} now:\n{now or '*nothing*'}")
+        await answer(
+            interaction,
+            f"Undid revision #{revision} (as revision #{change.revision_id}). "
+            f"What I know about {user.display_name} now:\n{now or '*nothing*'}",
+        )
 
     @app_commands.command(name="channel", description="Whether a channel's messages may feed memory elsewhere")
-    async def channel(self, interaction: discord.Interaction,
-                      channel: discord.TextChannel | discord.Thread | discord.VoiceChannel,
-                      mode: Literal["include", "exclude", "auto"]) -> None:
+    async def channel(
+        self,
+        interaction: discord.Interaction,
+        channel: discord.TextChannel | discord.Thread | discord.VoiceChannel,
+        mode: Literal["include", "exclude", "auto"],
+    ) -> None:
         assert interaction.guild_id is not None
         dropped = await self.memory.set_channel_mode(interaction.guild_id, channel.id, mode)
         note = f" Dropped {rows_in_words(dropped)} built under the old rule; rebuilt when needed." if dropped else ""
@@ -180,8 +211,11 @@ class AdminCommands(commands.GroupCog, group_name="memory-admin",
             return
         zone = zone.strip()
         if zone not in ZONES:
-            await answer(interaction, f"“{zone}” is not a time zone I know; pick one from the list, e.g. "
-                                      f"Europe/Berlin or America/New_York. It is still {current}.")
+            await answer(
+                interaction,
+                f"“{zone}” is not a time zone I know; pick one from the list, e.g. "
+                f"Europe/Berlin or America/New_York. It is still {current}.",
+            )
             return
         await self.memory.set_timezone(interaction.guild_id, zone)
         await answer(interaction, f"Days here now begin at midnight in **{ZoneInfo(zone).key}** (was {current}).")

@@ -51,7 +51,8 @@ class Listener(commands.Cog):
             return  # direct messages are not stored
         everyone = message.guild.default_role
         await self.bot.memory.channels.observe(
-            message.guild.id, message.channel.id,
+            message.guild.id,
+            message.channel.id,
             is_private=not message.channel.permissions_for(everyone).read_messages,  # type: ignore[union-attr]
         )
         author_is_self = self.bot.user is not None and message.author.id == self.bot.user.id

@@ -58,8 +58,11 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             await answer(interaction, f"I don't remember anything about {subject.display_name} here yet.")
             return
         facts_text = await self.memory.names.render_mentions(interaction.guild_id, facts, at=False) if facts else None
-        await answer(interaction, f"**Facts about {subject.display_name}**\n{facts_text or '*none*'}\n\n"
-                                  f"**What I would use when talking with them now**\n{context or '*nothing*'}")
+        await answer(
+            interaction,
+            f"**Facts about {subject.display_name}**\n{facts_text or '*none*'}\n\n"
+            f"**What I would use when talking with them now**\n{context or '*nothing*'}",
+        )
 
     @app_commands.command(name="history", description="Every change to the facts about you (admins: about anyone)")
     @app_commands.describe(user="Admins only: someone else")
@@ -72,8 +75,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             await answer(interaction, f"No facts about {subject.display_name} have been stored or changed here.")
             return
         names = await self.memory.names.names(interaction.guild_id, {r.requested_by for r in revisions})
-        texts = [await self.memory.names.render_mentions(interaction.guild_id, r.new_blob, at=False)
-                 for r in revisions]
+        texts = [await self.memory.names.render_mentions(interaction.guild_id, r.new_blob, at=False) for r in revisions]
         header = f"**Changes to the facts about {subject.display_name}** (newest first)"
         await answer(interaction, "\n".join([header, *revision_lines(revisions, names, texts)]))
 
@@ -85,8 +87,11 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         subject = self_or_admin(interaction, user)
         await interaction.response.defer(ephemeral=True, thinking=True)
         text = await self.memory.export(interaction.guild_id, subject.id)
-        await answer(interaction, f"Here is everything I keep about {subject.display_name} in this server.",
-                     file=markdown_file(text, f"elefant-{interaction.guild_id}-{subject.id}.md"))
+        await answer(
+            interaction,
+            f"Here is everything I keep about {subject.display_name} in this server.",
+            file=markdown_file(text, f"elefant-{interaction.guild_id}-{subject.id}.md"),
+        )
 
     @app_commands.command(name="optout", description="Stop storing your messages in this server")
     async def optout(self, interaction: discord.Interaction) -> None:
@@ -99,11 +104,19 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             counts = await self.memory.forget_member(guild_id, user_id)
             return f"Deleted {rows_in_words(counts)}. I no longer store your messages here (/memory optin undoes that)."
 
-        view = Confirm(user_id, delete_stored, yes="Delete what you kept", no="Keep it",
-                       declined="Kept what was stored. New messages of yours are not stored (/memory optin undoes "
-                                "that).")
-        await answer(interaction, "From now on I don't store your messages in this server. Shall I also delete "
-                                  "what I already keep about you (messages, facts, summaries)?", view=view)
+        view = Confirm(
+            user_id,
+            delete_stored,
+            yes="Delete what you kept",
+            no="Keep it",
+            declined="Kept what was stored. New messages of yours are not stored (/memory optin undoes that).",
+        )
+        await answer(
+            interaction,
+            "From now on I don't store your messages in this server. Shall I also delete "
+            "what I already keep about you (messages, facts, summaries)?",
+            view=view,
+        )
 
     @app_commands.command(name="optin", description="Store your messages again (after optout)")
     async def optin(self, interaction: discord.Interaction) -> None:
@@ -120,10 +133,15 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
 
         async def forget() -> str:
             counts = await self.memory.forget_member(guild_id, user_id)
-            return (f"Done. Deleted {rows_in_words(counts)}. New messages will be remembered again; "
-                    "/memory optout stops that.")
+            return (
+                f"Done. Deleted {rows_in_words(counts)}. New messages will be remembered again; "
+                "/memory optout stops that."
+            )
 
         view = Confirm(user_id, forget, yes="Delete everything", no="Cancel")
-        await answer(interaction, "This deletes your stored messages, the facts about you and their history, and "
-                                  "the summaries about you in this server. It cannot be undone. Go ahead?",
-                     view=view)
+        await answer(
+            interaction,
+            "This deletes your stored messages, the facts about you and their history, and "
+            "the summaries about you in this server. It cannot be undone. Go ahead?",
+            view=view,
+        )

@@ -37,13 +37,19 @@ def self_or_admin(interaction: discord.Interaction, member: discord.abc.User | N
     if member is None or member.id == interaction.user.id:
         return interaction.user
     if not is_admin(interaction):
-        raise NotAllowedError("You can only look at your own memory; seeing other members' needs the "
-                              "**Manage Server** permission.")
+        raise NotAllowedError(
+            "You can only look at your own memory; seeing other members' needs the **Manage Server** permission."
+        )
     return member
 
 
-async def answer(interaction: discord.Interaction, text: str, *, file: discord.File | None = None,
-                 view: discord.ui.View | None = None) -> None:
+async def answer(
+    interaction: discord.Interaction,
+    text: str,
+    *,
+    file: discord.File | None = None,
+    view: discord.ui.View | None = None,
+) -> None:
     """Answer privately (ephemeral), nothing pinging, split at Discord's limit; works before and after defer."""
     chunks = split_message(defuse(text)) or ["(nothing)"]
     for index, chunk in enumerate(chunks):
@@ -54,12 +60,13 @@ async def answer(interaction: discord.Interaction, text: str, *, file: discord.F
         if last and view is not None:
             extra["view"] = view
         if interaction.response.is_done():
-            await interaction.followup.send(chunk, ephemeral=True, allowed_mentions=discord.AllowedMentions.none(),
-                                            **extra)  # type: ignore[arg-type]
+            await interaction.followup.send(
+                chunk, ephemeral=True, allowed_mentions=discord.AllowedMentions.none(), **extra
+            )  # type: ignore[arg-type]
         else:
-            await interaction.response.send_message(chunk, ephemeral=True,
-                                                    allowed_mentions=discord.AllowedMentions.none(),
-                                                    **extra)  # type: ignore[arg-type]
+            await interaction.response.send_message(
+                chunk, ephemeral=True, allowed_mentions=discord.AllowedMentions.none(), **extra
+            )  # type: ignore[arg-type]
 
 
 def markdown_file(text: str, filename: str) -> discord.File:
@@ -70,8 +77,15 @@ def markdown_file(text: str, filename: str) -> discord.File:
 class Confirm(discord.ui.View):
     """A yes / no question; only the member who asked may answer; `action` runs at most once."""
 
-    def __init__(self, owner_id: int, action: Callable[[], Awaitable[str]], *, yes: str, no: str,
-                 declined: str = "Cancelled: nothing was changed.") -> None:
+    def __init__(
+        self,
+        owner_id: int,
+        action: Callable[[], Awaitable[str]],
+        *,
+        yes: str,
+        no: str,
+        declined: str = "Cancelled: nothing was changed.",
+    ) -> None:
         super().__init__(timeout=CONFIRM_SECONDS)
         self._owner_id = owner_id
         self._action = action
@@ -111,8 +125,7 @@ async def on_app_command_error(interaction: discord.Interaction, error: app_comm
         if isinstance(error, app_commands.NoPrivateMessage):
             text = "Memory commands work inside a server."
     else:
-        log.error("slash command %s failed", interaction.command and interaction.command.qualified_name,
-                      exc_info=error)
+        log.error("slash command %s failed", interaction.command and interaction.command.qualified_name, exc_info=error)
         text = "Sorry, something went wrong on my side. Please try again in a moment."
     try:
         await answer(interaction, text)

@@ -22,8 +22,12 @@ def build_embedder(settings: Settings, llm: LLM) -> GeminiEmbedder | None:
     """Gemini embeddings on the LLM's client when EMBEDDING_MODEL is set and a key is configured, else None."""
     if not settings.embedding_model or llm.client is None:
         return None
-    return GeminiEmbedder(llm.client, settings.embedding_model, dimensions=settings.embedding_dimensions,
-                          timeout_s=settings.llm_timeout_seconds)
+    return GeminiEmbedder(
+        llm.client,
+        settings.embedding_model,
+        dimensions=settings.embedding_dimensions,
+        timeout_s=settings.llm_timeout_seconds,
+    )
 
 
 def build_llm(settings: Settings, *, sessions: async_sessionmaker[AsyncSession] | None) -> LLM:
@@ -35,7 +39,8 @@ def build_llm(settings: Settings, *, sessions: async_sessionmaker[AsyncSession] 
     options = types.HttpOptions(base_url=settings.gemini_base_url) if settings.gemini_base_url else None
     client = genai.Client(api_key=settings.gemini_api_key.get_secret_value(), http_options=options)
     gemini = GeminiProvider(
-        client, models={"batch": settings.model_batch, "fast": settings.model_fast},
+        client,
+        models={"batch": settings.model_batch, "fast": settings.model_fast},
         timeout_s=settings.llm_timeout_seconds,
     )
     primary = ResilientProvider(
@@ -44,8 +49,6 @@ def build_llm(settings: Settings, *, sessions: async_sessionmaker[AsyncSession] 
         timeout_s=settings.llm_timeout_seconds,
         max_concurrency=settings.llm_max_concurrency,
         requests_per_minute=settings.llm_requests_per_minute,
-        breaker=CircuitBreaker(
-            failures=settings.llm_breaker_failures, cooldown=settings.llm_breaker_cooldown_seconds
-        ),
+        breaker=CircuitBreaker(failures=settings.llm_breaker_failures, cooldown=settings.llm_breaker_cooldown_seconds),
     )
     return LLM(primary, prompts=prompts, usage=usage, client=client)

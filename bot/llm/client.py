@@ -98,7 +98,13 @@ class LLM:
     ) -> None:
         if self._usage is not None:
             await self._usage.record(
-                operation=operation, role=role, provider=result.provider, model=result.model,
-                tokens_in=result.tokens_in, tokens_out=result.tokens_out, latency_s=result.latency_s,
-                outcome=outcome, guild_id=guild_id,
+                operation=operation,
+                role=role,
+                provider=result.provider,
+                model=result.model,
+                tokens_in=result.tokens_in,
+                tokens_out=result.tokens_out,
+                latency_s=result.latency_s,
+                outcome=outcome,
+                guild_id=guild_id,
             )

@@ -32,10 +32,14 @@ class GeminiEmbedder:
     async def embed(self, texts: list[str], *, task: Task) -> list[list[float]]:
         vectors: list[list[float]] = []
         for start in range(0, len(texts), BATCH):
-            response = await asyncio.wait_for(self._client.aio.models.embed_content(
-                model=self.model, contents=texts[start:start + BATCH],
-                config=types.EmbedContentConfig(task_type=task, output_dimensionality=self._dimensions),
-            ), self._timeout_s)
+            response = await asyncio.wait_for(
+                self._client.aio.models.embed_content(
+                    model=self.model,
+                    contents=texts[start : start + BATCH],
+                    config=types.EmbedContentConfig(task_type=task, output_dimensionality=self._dimensions),
+                ),
+                self._timeout_s,
+            )
             vectors += [list(e.values or []) for e in response.embeddings or []]
         if len(vectors) != len(texts):
             raise ValueError(f"asked for {len(texts)} embeddings, got {len(vectors)}")

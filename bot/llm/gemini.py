@@ -56,8 +56,9 @@ class GeminiProvider:
         tokens_in, tokens_out = _usage(response)
         if _refused(response):
             log.info("%s declined %s (safety block)", model, operation)
-            return LLMResult("", None, tokens_in, tokens_out, model, time.perf_counter() - started, self.name,
-                             refused=True)
+            return LLMResult(
+                "", None, tokens_in, tokens_out, model, time.perf_counter() - started, self.name, refused=True
+            )
         text = response.text or ""
         parsed: Any = None
         if schema is not None:

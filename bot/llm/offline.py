@@ -78,7 +78,7 @@ def summarise_day(lines: Sequence[ChatLine], *, max_chars: int = 300) -> DailySu
         head = f"{name} wrote {len(said)} message{'s' if len(said) != 1 else ''}"
         quotes: list[str] = []
         for text in best:
-            candidate = f'{head}: ' + "; ".join(f'"{q}"' for q in [*quotes, text])
+            candidate = f"{head}: " + "; ".join(f'"{q}"' for q in [*quotes, text])
             if len(candidate) > max_chars:
                 break
             quotes.append(text)
@@ -136,14 +136,19 @@ class OfflineProvider:
         elif operation == "historical_summary":
             text = summarise_history(v["days"])
         elif operation == "merge_context":
-            text = merge_context(v["facts"], v["current_day"], v["history"], v.get("earlier", ""),
-                                 max_tokens=int(v["max_tokens"]))
+            text = merge_context(
+                v["facts"], v["current_day"], v["history"], v.get("earlier", ""), max_tokens=int(v["max_tokens"])
+            )
         elif operation == "chat":
             text = chat(v["memory"], v["author"])
         else:
             raise ValueError(f"unknown operation {operation!r}")
         return LLMResult(
-            text=text, parsed=parsed, tokens_in=estimate_tokens(prompt.system + prompt.user),
-            tokens_out=estimate_tokens(text), model=MODEL, latency_s=time.perf_counter() - started,
+            text=text,
+            parsed=parsed,
+            tokens_in=estimate_tokens(prompt.system + prompt.user),
+            tokens_out=estimate_tokens(text),
+            model=MODEL,
+            latency_s=time.perf_counter() - started,
             provider=self.name,
         )

@@ -21,7 +21,14 @@ from bot.llm.types import Prompt
 
 PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
 OPERATIONS = (
-    "remember", "forget", "condense", "route", "daily_summary", "historical_summary", "merge_context", "chat",
+    "remember",
+    "forget",
+    "condense",
+    "route",
+    "daily_summary",
+    "historical_summary",
+    "merge_context",
+    "chat",
 )
 _SPLIT = re.compile(r"^=== user ===$", re.M)
 

@@ -14,8 +14,16 @@ from bot.llm.breaker import CircuitBreaker
 from bot.llm.types import Call, LLMError, LLMResult, LLMUnavailableError, Provider
 
 log = logging.getLogger(__name__)
-_TRANSPORT = {"ConnectError", "ReadError", "WriteError", "RemoteProtocolError", "ConnectTimeout", "ReadTimeout",
-              "PoolTimeout", "WriteTimeout"}
+_TRANSPORT = {
+    "ConnectError",
+    "ReadError",
+    "WriteError",
+    "RemoteProtocolError",
+    "ConnectTimeout",
+    "ReadTimeout",
+    "PoolTimeout",
+    "WriteTimeout",
+}
 _SECONDS = re.compile(r"^([\d.]+)s$")
 
 
@@ -75,7 +83,10 @@ class ResilientProvider:
             wait=self._wait,
             retry=retry_if_exception(is_transient),
             before_sleep=lambda s: log.warning(
-                "%s %s failed (attempt %d): %r; retrying", self.name, operation, s.attempt_number,
+                "%s %s failed (attempt %d): %r; retrying",
+                self.name,
+                operation,
+                s.attempt_number,
                 s.outcome.exception() if s.outcome else None,
             ),
             reraise=True,

@@ -41,7 +41,7 @@ def trim_to_chars(text: str, max_chars: int, *, keep: str = "start") -> str:
     if keep == "start":
         cut = text[: max_chars - 1]
         return (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip() + "…"
-    cut = text[-(max_chars - 1):]
+    cut = text[-(max_chars - 1) :]
     return "…" + (cut.split(" ", 1)[1] if " " in cut else cut).lstrip()
 
 

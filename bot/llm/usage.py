@@ -38,8 +38,16 @@ class UsageRecorder:
     ) -> None:
         """Insert one row."""
         row = LlmCall(
-            at=self._clock(), guild_id=guild_id, operation=operation, role=role, provider=provider, model=model,
-            tokens_in=tokens_in, tokens_out=tokens_out, latency_ms=round(latency_s * 1000), outcome=outcome,
+            at=self._clock(),
+            guild_id=guild_id,
+            operation=operation,
+            role=role,
+            provider=provider,
+            model=model,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            latency_ms=round(latency_s * 1000),
+            outcome=outcome,
         )
         try:
             async with self._sessions() as session, session.begin():

@@ -82,8 +82,9 @@ def assemble(sections: list[Section], budget: int) -> str:
     return text
 
 
-def memory_sections(facts: str, today: str, history: str, earlier: str = "",
-                    recalled: list[str] | None = None) -> list[Section]:
+def memory_sections(
+    facts: str, today: str, history: str, earlier: str = "", recalled: list[str] | None = None
+) -> list[Section]:
     """The context's sections in priority order, with their shares of the budget."""
     return [
         Section("Facts", facts, guaranteed=True),

@@ -28,8 +28,11 @@ class ChannelScopes:
     async def load(self) -> None:
         """Read every known channel once at start-up."""
         async with self._sessions() as session:
-            rows = await session.execute(select(ChannelPrivacy.guild_id, ChannelPrivacy.channel_id,
-                                                ChannelPrivacy.is_private, ChannelPrivacy.mode))
+            rows = await session.execute(
+                select(
+                    ChannelPrivacy.guild_id, ChannelPrivacy.channel_id, ChannelPrivacy.is_private, ChannelPrivacy.mode
+                )
+            )
             self._known = {(g, c): (p, m) for g, c, p, m in rows}
 
     async def observe(self, guild_id: int, channel_id: int, *, is_private: bool) -> None:
@@ -51,6 +54,13 @@ class ChannelScopes:
 
     async def _save(self, guild_id: int, channel_id: int, is_private: bool, mode: str) -> None:
         async with self._sessions() as session, session.begin():
-            await session.merge(ChannelPrivacy(guild_id=guild_id, channel_id=channel_id, is_private=is_private,
-                                               mode=mode, updated_at=self._clock.now()))
+            await session.merge(
+                ChannelPrivacy(
+                    guild_id=guild_id,
+                    channel_id=channel_id,
+                    is_private=is_private,
+                    mode=mode,
+                    updated_at=self._clock.now(),
+                )
+            )
         self._known[(guild_id, channel_id)] = (is_private, mode)

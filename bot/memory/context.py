@@ -40,8 +40,15 @@ class ContextBuilder:
     """Builds a member's memory context on demand; the caches make repeated calls nearly free."""
 
     def __init__(
-        self, facts: FactsStore, summaries: Summaries, llm: LLM, names: NameDirectory, *, settings: Settings,
-        clock: Clock, rollups: Rollups | None = None,
+        self,
+        facts: FactsStore,
+        summaries: Summaries,
+        llm: LLM,
+        names: NameDirectory,
+        *,
+        settings: Settings,
+        clock: Clock,
+        rollups: Rollups | None = None,
     ) -> None:
         self._facts = facts
         self._summaries = summaries
@@ -106,8 +113,9 @@ class ContextBuilder:
         if not (today or history or earlier):
             merged = trim_to_tokens(facts, budget)  # nothing to merge: facts alone are the context
         else:
-            merged = await self._merge(guild_id, user_id, facts=facts, today=today, history=history,
-                                       earlier=earlier, now=now)
+            merged = await self._merge(
+                guild_id, user_id, facts=facts, today=today, history=history, earlier=earlier, now=now
+            )
         self._merged[key] = merged
         self._last_good[(guild_id, user_id)] = merged
         return merged
@@ -119,11 +127,19 @@ class ContextBuilder:
         try:
             result = await self._llm.run(
                 "merge_context",
-                {"subject": await self._names.name(guild_id, user_id), **when(now, self._summaries.zone(guild_id)),
-                 "facts": facts, "current_day": today, "history": history, "earlier": earlier,
-                 "max_tokens": budget,
-                 "note_tokens": max(budget // 4, budget - estimate_tokens(f"Facts: {facts}"))},
-                temperature=0.2, guild_id=guild_id, fallback=self._llm.is_offline,
+                {
+                    "subject": await self._names.name(guild_id, user_id),
+                    **when(now, self._summaries.zone(guild_id)),
+                    "facts": facts,
+                    "current_day": today,
+                    "history": history,
+                    "earlier": earlier,
+                    "max_tokens": budget,
+                    "note_tokens": max(budget // 4, budget - estimate_tokens(f"Facts: {facts}")),
+                },
+                temperature=0.2,
+                guild_id=guild_id,
+                fallback=self._llm.is_offline,
             )
         except LLMError:
             return fallback_context(facts, today, history, earlier, budget=budget) or ""

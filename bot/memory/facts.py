@@ -115,9 +115,7 @@ class FactsStore:
         """Forget cached facts of a member, or of a whole guild (after a purge)."""
         drop_entries(self._recent, guild_id, user_id)
 
-    async def remember(
-        self, guild_id: int, user_id: int, fact: str, *, requested_by: int, subject: str
-    ) -> FactChange:
+    async def remember(self, guild_id: int, user_id: int, fact: str, *, requested_by: int, subject: str) -> FactChange:
         """Merge `fact` into what is known about the member (newer wins), within the size cap."""
 
         async def compute(existing: str) -> tuple[bool, str]:
@@ -128,9 +126,7 @@ class FactsStore:
 
         return await self._change(guild_id, user_id, "remember", compute, requested_by)
 
-    async def forget(
-        self, guild_id: int, user_id: int, fact: str, *, requested_by: int, subject: str
-    ) -> FactChange:
+    async def forget(self, guild_id: int, user_id: int, fact: str, *, requested_by: int, subject: str) -> FactChange:
         """Remove what matches `fact`; when nothing matches, the blob stays byte-for-byte the same."""
 
         async def compute(existing: str) -> tuple[bool, str]:
@@ -215,8 +211,9 @@ class FactsStore:
             async with self._sessions() as session, session.begin():
                 swapped = await session.execute(
                     update(UserFacts)
-                    .where(UserFacts.guild_id == guild_id, UserFacts.user_id == user_id,
-                           UserFacts.memory_blob == before)
+                    .where(
+                        UserFacts.guild_id == guild_id, UserFacts.user_id == user_id, UserFacts.memory_blob == before
+                    )
                     .values(memory_blob=after, updated_at=now)
                 )
                 if swapped.rowcount != 1:  # type: ignore[attr-defined]
@@ -224,8 +221,13 @@ class FactsStore:
                         return None
                     session.add(UserFacts(guild_id=guild_id, user_id=user_id, memory_blob=after, updated_at=now))
                 revision = FactRevision(
-                    guild_id=guild_id, user_id=user_id, op=op, old_blob=before, new_blob=after,
-                    requested_by=requested_by, at=now,
+                    guild_id=guild_id,
+                    user_id=user_id,
+                    op=op,
+                    old_blob=before,
+                    new_blob=after,
+                    requested_by=requested_by,
+                    at=now,
                 )
                 session.add(revision)
                 await session.flush()

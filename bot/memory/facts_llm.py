@@ -19,17 +19,27 @@ class LLMFactsModel:
     async def merge(self, *, guild_id: int, subject: str, existing: str, fact: str, max_chars: int) -> str:
         """The facts with `fact` merged in (newer wins)."""
         result = await self._llm.run(
-            "remember", {"subject": subject, "existing": existing, "fact": fact, "max_chars": max_chars,
-             **when(self._clock.now(), self._zone)},
-            temperature=0, guild_id=guild_id,
+            "remember",
+            {
+                "subject": subject,
+                "existing": existing,
+                "fact": fact,
+                "max_chars": max_chars,
+                **when(self._clock.now(), self._zone),
+            },
+            temperature=0,
+            guild_id=guild_id,
         )
         return result.text
 
     async def remove(self, *, guild_id: int, subject: str, existing: str, fact: str) -> tuple[bool, str]:
         """Whether `fact` was found, and the facts without it."""
         result = await self._llm.run(
-            "forget", {"subject": subject, "existing": existing, "fact": fact, **when(self._clock.now(), self._zone)},
-            schema=ForgetResult, temperature=0, guild_id=guild_id,
+            "forget",
+            {"subject": subject, "existing": existing, "fact": fact, **when(self._clock.now(), self._zone)},
+            schema=ForgetResult,
+            temperature=0,
+            guild_id=guild_id,
         )
         parsed: ForgetResult = result.parsed
         return parsed.found, parsed.memory
@@ -37,8 +47,9 @@ class LLMFactsModel:
     async def condense(self, *, guild_id: int, subject: str, existing: str, max_chars: int) -> str:
         """The facts rewritten within `max_chars`."""
         result = await self._llm.run(
-            "condense", {"subject": subject, "existing": existing, "max_chars": max_chars,
-                         **when(self._clock.now(), self._zone)},
-            temperature=0, guild_id=guild_id,
+            "condense",
+            {"subject": subject, "existing": existing, "max_chars": max_chars, **when(self._clock.now(), self._zone)},
+            temperature=0,
+            guild_id=guild_id,
         )
         return result.text

@@ -19,6 +19,7 @@ from db.messages import batch_writer_for
 
 log = logging.getLogger(__name__)
 
+
 @dataclass
 class IngestStats:
     """Counters for /memory stats and benchmarks."""
@@ -182,7 +183,9 @@ class WriteBehindQueue:
             exc = state.outcome.exception() if state.outcome else None
             log.error(
                 "writing %d ingested operations failed (attempt %d), retrying: %r",
-                len(batch), state.attempt_number, exc,
+                len(batch),
+                state.attempt_number,
+                exc,
             )
 
         retrying = AsyncRetrying(

@@ -69,8 +69,9 @@ class MemoryManager:
         if llm is not None and self._facts is not None:
             self.summaries = Summaries(self.sessions, llm, self.names, settings, self.clock)
             self.rollups = Rollups(self.sessions, self.summaries, llm, self.names, self.clock)
-            self._context = ContextBuilder(self._facts, self.summaries, llm, self.names, settings=settings,
-                                           clock=self.clock, rollups=self.rollups)
+            self._context = ContextBuilder(
+                self._facts, self.summaries, llm, self.names, settings=settings, clock=self.clock, rollups=self.rollups
+            )
         self.ingest = WriteBehindQueue(
             engine,
             batch_rows=settings.ingest_batch_rows,
@@ -89,8 +90,9 @@ class MemoryManager:
         await self.channels.load()
         if self.summaries is not None:
             async with self.sessions() as session:
-                rows = await session.execute(select(GuildSettings.guild_id, GuildSettings.timezone)
-                                             .where(GuildSettings.timezone.is_not(None)))
+                rows = await session.execute(
+                    select(GuildSettings.guild_id, GuildSettings.timezone).where(GuildSettings.timezone.is_not(None))
+                )
                 self.summaries.zones = {guild: zone for guild, zone in rows}
         self.ingest.start()
 
@@ -162,14 +164,31 @@ class MemoryManager:
         return await self.names.render_mentions(guild_id, known, at=False) if known else None
 
     async def recall(
-        self, guild_id: int, query: str, *, user_id: int | None = None, since: datetime | None = None,
-        until: datetime | None = None, limit: int = 10, channel_id: int | None = None, now: datetime | None = None,
+        self,
+        guild_id: int,
+        query: str,
+        *,
+        user_id: int | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 10,
+        channel_id: int | None = None,
+        now: datetime | None = None,
         authors: dict[int, set[str]] | None = None,
     ) -> list[Hit]:
         """Messages and daily summaries matching `query`, best first (relevance × decay); asked in `channel_id`."""
-        return await self._recall.recall(guild_id, query, now=now or self.clock.now(), zone=self.zone(guild_id),
-                                         user_id=user_id, since=since, until=until, limit=limit,
-                                         channel_id=channel_id, authors=authors)
+        return await self._recall.recall(
+            guild_id,
+            query,
+            now=now or self.clock.now(),
+            zone=self.zone(guild_id),
+            user_id=user_id,
+            since=since,
+            until=until,
+            limit=limit,
+            channel_id=channel_id,
+            authors=authors,
+        )
 
     def cache_reports(self) -> dict[str, CacheReport]:
         """Hits, misses and size of every cache in front of SQL and the model, by name."""
@@ -196,8 +215,9 @@ class MemoryManager:
             return total
         cutoff = self.clock.now() - timedelta(days=self.settings.retention_days)
         async with self.sessions() as session:
-            guilds = (await session.scalars(select(ChatMessage.guild_id).where(ChatMessage.timestamp < cutoff)
-                                            .distinct())).all()
+            guilds = (
+                await session.scalars(select(ChatMessage.guild_id).where(ChatMessage.timestamp < cutoff).distinct())
+            ).all()
         for guild_id in guilds:
             total += await self.purge_before(guild_id, cutoff)
         return total
@@ -212,8 +232,9 @@ class MemoryManager:
         await self.channels.set_mode(guild_id, channel_id, mode)
         if self.channels.shared(guild_id, channel_id) == was_shared:
             return Counter()
-        return await self._delete(guild_id, None, deletion.drop_channel_summaries(guild_id=guild_id,
-                                                                                  channel_id=channel_id))
+        return await self._delete(
+            guild_id, None, deletion.drop_channel_summaries(guild_id=guild_id, channel_id=channel_id)
+        )
 
     async def set_timezone(self, guild_id: int, zone: str) -> None:
         """A guild's own time zone for its days (an IANA name, validated); caches of the guild are dropped."""
@@ -259,8 +280,9 @@ class MemoryManager:
         """Store a member's messages again."""
         self._optouts.discard((guild_id, user_id))
         async with self.sessions() as session, session.begin():
-            await session.execute(sa_delete(UserOptOut).where(UserOptOut.guild_id == guild_id,
-                                                              UserOptOut.user_id == user_id))
+            await session.execute(
+                sa_delete(UserOptOut).where(UserOptOut.guild_id == guild_id, UserOptOut.user_id == user_id)
+            )
 
     async def _delete(self, guild_id: int, user_id: int | None, work: deletion.Deletion) -> Counter[str]:
         await self.flush()  # what is still queued must not land after the deletion

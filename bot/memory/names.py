@@ -35,8 +35,15 @@ class NameDirectory:
     ) -> None:
         """Write a name straight to `member_names` (name changes are rare; messages go through ingestion)."""
         async with self._sessions() as session, session.begin():
-            await session.merge(MemberName(guild_id=guild_id, user_id=user_id, display_name=display_name[:100],
-                                           username=username, updated_at=at))
+            await session.merge(
+                MemberName(
+                    guild_id=guild_id,
+                    user_id=user_id,
+                    display_name=display_name[:100],
+                    username=username,
+                    updated_at=at,
+                )
+            )
 
     def drop(self, guild_id: int, user_id: int | None = None) -> None:
         """Forget cached names of a member, or of a whole guild (after a purge)."""

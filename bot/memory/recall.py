@@ -31,7 +31,8 @@ from db.recall import decay_rate
 log = logging.getLogger(__name__)
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Question scaffolding and time words: they say *that* something is asked about the past, not *what*.
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a about above after again against ago all also am an and any anybody anyone are as at be because been before
 being below between both but by can could day days did do does doing done down during each else ever few for
 from further get gets got go goes going went had has have having he her here hers herself him himself his
@@ -41,7 +42,8 @@ other our ours ourselves out over own recall remember said same say says she sho
 such talk talked tell than that the their theirs them themselves then there these they this those through
 time to today told too under until up us very was we week weeks were what when where which while who whom why
 will with would year years yesterday you your yours yourself yourselves
-""".split())  # noqa: SIM905 - a word list reads better as text
+""".split()
+)
 MAX_TERMS = 8
 POOL_FACTOR = 4
 VECTOR_WEIGHT, TEXT_WEIGHT = 0.7, 0.3
@@ -134,16 +136,26 @@ class Hit:
 class Recall:
     """Full-text recall with temporal decay over one database, either dialect."""
 
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], *, half_life_days: float,
-                 vectors: Vectors | None = None) -> None:
+    def __init__(
+        self, sessions: async_sessionmaker[AsyncSession], *, half_life_days: float, vectors: Vectors | None = None
+    ) -> None:
         self._sessions = sessions
         self.half_life_days = half_life_days
         self._vectors = vectors  # None: text only (the default; embeddings are never required)
 
     async def recall(
-        self, guild_id: int, query: str, *, now: datetime, zone: str = "UTC", user_id: int | None = None,
-        since: datetime | None = None, until: datetime | None = None, limit: int = 10,
-        channel_id: int | None = None, authors: dict[int, set[str]] | None = None,
+        self,
+        guild_id: int,
+        query: str,
+        *,
+        now: datetime,
+        zone: str = "UTC",
+        user_id: int | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 10,
+        channel_id: int | None = None,
+        authors: dict[int, set[str]] | None = None,
     ) -> list[Hit]:
         """The best `limit` hits for `query`; `channel_id` is where it is asked (its own channel may be private).
 
@@ -157,8 +169,9 @@ class Recall:
         tz = ZoneInfo(zone)
         days_since = since.astimezone(tz).date() if since else date.min
         days_until = (until.astimezone(tz) + timedelta(days=1)).date() if until else date.max
-        searches = [(user_id, terms)] + [(a, [t for t in terms if t not in words]) for a, words in
-                                        (authors or {}).items() if user_id in (None, a)]
+        searches = [(user_id, terms)] + [
+            (a, [t for t in terms if t not in words]) for a, words in (authors or {}).items() if user_id in (None, a)
+        ]
         messages: dict[int, store.MessageRow] = {}
         summaries: dict[tuple[int, date], store.SummaryRow] = {}
         async with self._sessions() as session:
@@ -166,25 +179,55 @@ class Recall:
                 if not words:
                     continue
                 for m in await store.search_messages(
-                        session, guild_id, words, user_id=author, since=since, until=until, now=now,
-                        half_life_days=self.half_life_days, here=channel_id, limit=size):
+                    session,
+                    guild_id,
+                    words,
+                    user_id=author,
+                    since=since,
+                    until=until,
+                    now=now,
+                    half_life_days=self.half_life_days,
+                    here=channel_id,
+                    limit=size,
+                ):
                     messages[m.message_id] = m
                 for s in await store.search_summaries(
-                        session, guild_id, words, user_id=author, since=days_since, until=days_until,
-                        today=now.astimezone(tz).date(), half_life_days=self.half_life_days, limit=size):
+                    session,
+                    guild_id,
+                    words,
+                    user_id=author,
+                    since=days_since,
+                    until=days_until,
+                    today=now.astimezone(tz).date(),
+                    half_life_days=self.half_life_days,
+                    limit=size,
+                ):
                     summaries[(s.user_id, s.day)] = s
             if self._vectors is not None and since is None and until is None:
-                for m in await store.recent_messages(session, guild_id, user_id=user_id, here=channel_id,
-                                                     limit=RECENT_FOR_VECTORS):
+                for m in await store.recent_messages(
+                    session, guild_id, user_id=user_id, here=channel_id, limit=RECENT_FOR_VECTORS
+                ):
                     messages.setdefault(m.message_id, m)
-        hits = [Hit("message", guild_id, m.user_id, m.text, m.at, 0.0, m.channel_id, m.message_id)
-                for m in messages.values()]
-        days = [Hit("summary", guild_id, s.user_id, s.text, datetime.combine(s.day, time(12), tz).astimezone(UTC), 0.0)
-                for s in summaries.values()]
+        hits = [
+            Hit("message", guild_id, m.user_id, m.text, m.at, 0.0, m.channel_id, m.message_id)
+            for m in messages.values()
+        ]
+        days = [
+            Hit("summary", guild_id, s.user_id, s.text, datetime.combine(s.day, time(12), tz).astimezone(UTC), 0.0)
+            for s in summaries.values()
+        ]
         return (await self._rank(guild_id, query, terms, [hits, days], now=now, authors=authors or {}))[:limit]
 
-    async def _rank(self, guild_id: int, query: str, terms: list[str], pools: list[list[Hit]], *, now: datetime,
-                    authors: dict[int, set[str]]) -> list[Hit]:
+    async def _rank(
+        self,
+        guild_id: int,
+        query: str,
+        terms: list[str],
+        pools: list[list[Hit]],
+        *,
+        now: datetime,
+        authors: dict[int, set[str]],
+    ) -> list[Hit]:
         rate = decay_rate(self.half_life_days)
         similarity = await self._similarities(guild_id, query, [h for pool in pools for h in pool])
         scored: list[Hit] = []

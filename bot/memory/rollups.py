@@ -61,8 +61,14 @@ def label(period: Period) -> str:
 class Rollups:
     """Reads, builds and caches rollups; the cache drops a guild with the other caches after deletions."""
 
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], summaries: Summaries, llm: LLM,
-                 names: NameDirectory, clock: Clock) -> None:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        summaries: Summaries,
+        llm: LLM,
+        names: NameDirectory,
+        clock: Clock,
+    ) -> None:
         self._sessions = sessions
         self._summaries = summaries
         self._llm = llm
@@ -86,8 +92,9 @@ class Rollups:
         text, complete = await self._assemble(guild_id, user_id, today, build=False)
         if complete:
             return text
-        job = self._flight.start((guild_id, user_id, today),
-                                 lambda: self._assemble(guild_id, user_id, today, build=True))
+        job = self._flight.start(
+            (guild_id, user_id, today), lambda: self._assemble(guild_id, user_id, today, build=True)
+        )
         if wait or self._llm.is_offline:
             return (await asyncio.shield(job))[0]
         keep(job, name=f"rollups for a member of guild {guild_id}")
@@ -103,8 +110,9 @@ class Rollups:
             if text:
                 parts.append(f"{label(period)}: {text}")
         for day in loose:
-            summaries = await (self._summaries.past_day(guild_id, day) if build
-                               else self._summaries.stored_day(guild_id, day))
+            summaries = await (
+                self._summaries.past_day(guild_id, day) if build else self._summaries.stored_day(guild_id, day)
+            )
             complete &= summaries is not None
             if text := (summaries or {}).get(user_id, ""):
                 parts.append(f"On {day}: {text}")
@@ -140,16 +148,31 @@ class Rollups:
             try:
                 result = await self._llm.run(
                     "historical_summary",
-                    {"subject": await self._names.name(guild_id, user_id), "start_day": dailies[0][0],
-                     "end_day": dailies[-1][0], "days": dailies,
-                     "days_xml": "\n".join(f'<day date="{d}">{escape(t)}</day>' for d, t in dailies),
-                     **when(self._clock.now(), self._summaries.zone(guild_id))},
-                    role="batch", temperature=0.3, guild_id=guild_id, fallback=self._llm.is_offline,
+                    {
+                        "subject": await self._names.name(guild_id, user_id),
+                        "start_day": dailies[0][0],
+                        "end_day": dailies[-1][0],
+                        "days": dailies,
+                        "days_xml": "\n".join(f'<day date="{d}">{escape(t)}</day>' for d, t in dailies),
+                        **when(self._clock.now(), self._summaries.zone(guild_id)),
+                    },
+                    role="batch",
+                    temperature=0.3,
+                    guild_id=guild_id,
+                    fallback=self._llm.is_offline,
                 )
             except LLMError:
                 return None
             text, model = result.text.strip(), result.model
         async with self._sessions() as session, session.begin():
-            await store.save_rollup(session, guild_id, user_id, period, text, model=model or "none",
-                                    version=self._llm.version("historical_summary"), at=self._clock.now())
+            await store.save_rollup(
+                session,
+                guild_id,
+                user_id,
+                period,
+                text,
+                model=model or "none",
+                version=self._llm.version("historical_summary"),
+                at=self._clock.now(),
+            )
         return text

@@ -63,7 +63,11 @@ class Summaries:
     """Daily summaries (today refreshed hourly; past days immutable) and per-member histories."""
 
     def __init__(
-        self, sessions: async_sessionmaker[AsyncSession], llm: LLM, names: NameDirectory, settings: Settings,
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        llm: LLM,
+        names: NameDirectory,
+        settings: Settings,
         clock: Clock,
     ) -> None:
         self._sessions = sessions
@@ -170,16 +174,33 @@ class Summaries:
             try:
                 result = await self._llm.run(
                     "historical_summary",
-                    {"subject": subject, "start_day": dailies[0][0], "end_day": dailies[-1][0],
-                     "days_xml": days_xml, "days": dailies, **when(self._clock.now(), self.zone(guild_id))},
-                    role="batch", temperature=0.3, guild_id=guild_id, fallback=self._llm.is_offline,
+                    {
+                        "subject": subject,
+                        "start_day": dailies[0][0],
+                        "end_day": dailies[-1][0],
+                        "days_xml": days_xml,
+                        "days": dailies,
+                        **when(self._clock.now(), self.zone(guild_id)),
+                    },
+                    role="batch",
+                    temperature=0.3,
+                    guild_id=guild_id,
+                    fallback=self._llm.is_offline,
                 )
             except LLMError:
                 return trim_to_chars(joined, 2 * SUMMARY_CHARS, keep="end")  # not persisted: try again later
             stored = result.text.strip()
             async with self._sessions() as session, session.begin():
-                await store.save_history(session, guild_id, user_id, end, stored, model=result.model,
-                                         version=self._llm.version("historical_summary"), at=self._clock.now())
+                await store.save_history(
+                    session,
+                    guild_id,
+                    user_id,
+                    end,
+                    stored,
+                    model=result.model,
+                    version=self._llm.version("historical_summary"),
+                    at=self._clock.now(),
+                )
         self._history[key] = stored
         return stored
 
@@ -198,9 +219,17 @@ class Summaries:
             self.batch_calls += 1
             result = await self._llm.run(
                 "daily_summary",
-                {"guild_name": str(guild_id), "day": day.isoformat(), "timezone": self.zone(guild_id),
-                 "transcript_xml": transcript(chunk), "lines": chunk},
-                schema=DailySummaries, role="batch", temperature=0.3, guild_id=guild_id,
+                {
+                    "guild_name": str(guild_id),
+                    "day": day.isoformat(),
+                    "timezone": self.zone(guild_id),
+                    "transcript_xml": transcript(chunk),
+                    "lines": chunk,
+                },
+                schema=DailySummaries,
+                role="batch",
+                temperature=0.3,
+                guild_id=guild_id,
                 fallback=fallback or self._llm.is_offline,
             )
             degraded |= result.degraded
@@ -215,8 +244,15 @@ class Summaries:
         merged = {user: trim_to_chars(" ".join(parts), SUMMARY_CHARS) for user, parts in summaries.items()}
         if persist and not degraded:
             async with self._sessions() as session, session.begin():
-                await store.save_day(session, guild_id, day, merged, model=model,
-                                     version=self._llm.version("daily_summary"), at=self._clock.now())
+                await store.save_day(
+                    session,
+                    guild_id,
+                    day,
+                    merged,
+                    model=model,
+                    version=self._llm.version("daily_summary"),
+                    at=self._clock.now(),
+                )
         return merged, degraded
 
     async def _lines(self, guild_id: int, rows: list[tuple[datetime, int, str]]) -> list[ChatLine]:

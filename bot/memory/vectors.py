@@ -42,16 +42,25 @@ class Vectors:
         """Forget a guild's cached vectors (its rows go with every deletion: db/deletion.py)."""
         drop_entries(self._recent, guild_id)
 
-    async def vectors(self, guild_id: int, texts: list[str], *, task: Task = "RETRIEVAL_DOCUMENT",
-                      ) -> list[list[float]]:
+    async def vectors(
+        self,
+        guild_id: int,
+        texts: list[str],
+        *,
+        task: Task = "RETRIEVAL_DOCUMENT",
+    ) -> list[list[float]]:
         """One vector per text, in order."""
         keys = [(guild_id, content_hash(f"{task}:{t}")) for t in texts]
         missing = [k for _, k in dict.fromkeys(keys) if (guild_id, k) not in self._recent]
         if missing:
             async with self._sessions() as session:
-                rows = await session.execute(select(Embedding.content_hash, Embedding.vector).where(
-                    Embedding.guild_id == guild_id, Embedding.model == self._embedder.model,
-                    Embedding.content_hash.in_(missing)))
+                rows = await session.execute(
+                    select(Embedding.content_hash, Embedding.vector).where(
+                        Embedding.guild_id == guild_id,
+                        Embedding.model == self._embedder.model,
+                        Embedding.content_hash.in_(missing),
+                    )
+                )
                 for key, blob in rows:
                     self._recent[(guild_id, key)] = array("f", blob).tolist()
         todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in self._recent}
@@ -61,6 +70,13 @@ class Vectors:
             async with self._sessions() as session, session.begin():
                 for key, vector in zip(todo, fresh, strict=True):
                     self._recent[key] = vector
-                    await session.merge(Embedding(guild_id=guild_id, content_hash=key[1], model=self._embedder.model,
-                                                  vector=array("f", vector).tobytes(), created_at=self._clock.now()))
+                    await session.merge(
+                        Embedding(
+                            guild_id=guild_id,
+                            content_hash=key[1],
+                            model=self._embedder.model,
+                            vector=array("f", vector).tobytes(),
+                            created_at=self._clock.now(),
+                        )
+                    )
         return [self._recent[k] for k in keys]

@@ -55,8 +55,9 @@ class ChannelWindow:
             if user_id is None:
                 del self._channels[key]
             else:
-                self._channels[key] = deque((m for m in self._channels[key] if m.author_id != user_id),
-                                            maxlen=KEEP_PER_CHANNEL)
+                self._channels[key] = deque(
+                    (m for m in self._channels[key] if m.author_id != user_id), maxlen=KEEP_PER_CHANNEL
+                )
 
     def recent(
         self, guild_id: int, channel_id: int, *, budget_tokens: int, before: int | None = None

@@ -43,10 +43,12 @@ def _describe(connection: Connection) -> dict[str, Any]:
         schema[table] = {
             "columns": columns,
             "pk": inspector.get_pk_constraint(table)["constrained_columns"],
-            "indexes": sorted((i["name"], tuple(i["column_names"]), bool(i["unique"]))
-                              for i in inspector.get_indexes(table)
-                              # PostgreSQL also lists the index behind each unique constraint.
-                              if not i.get("duplicates_constraint") and is_modelled(i["name"], "index")),
+            "indexes": sorted(
+                (i["name"], tuple(i["column_names"]), bool(i["unique"]))
+                for i in inspector.get_indexes(table)
+                # PostgreSQL also lists the index behind each unique constraint.
+                if not i.get("duplicates_constraint") and is_modelled(i["name"], "index")
+            ),
             "unique": sorted(tuple(u["column_names"]) for u in inspector.get_unique_constraints(table)),
         }
     return schema

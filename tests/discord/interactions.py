@@ -68,12 +68,28 @@ class RecordingAdapter(webhook_async.AsyncWebhookAdapter):
     def _message(self, message_id: int, body: dict[str, Any]) -> dict[str, Any]:
         assert self.bot.user is not None
         return {
-            "id": str(message_id), "channel_id": str(self.channel_id), "type": 0, "content": body.get("content") or "",
-            "author": {"id": str(self.bot.user.id), "username": self.bot.user.name, "discriminator": "0000",
-                       "avatar": None, "bot": True},
-            "attachments": [], "embeds": [], "mentions": [], "mention_roles": [], "pinned": False,
-            "mention_everyone": False, "tts": False, "timestamp": discord.utils.utcnow().isoformat(),
-            "edited_timestamp": None, "flags": body.get("flags", 0), "components": body.get("components", []),
+            "id": str(message_id),
+            "channel_id": str(self.channel_id),
+            "type": 0,
+            "content": body.get("content") or "",
+            "author": {
+                "id": str(self.bot.user.id),
+                "username": self.bot.user.name,
+                "discriminator": "0000",
+                "avatar": None,
+                "bot": True,
+            },
+            "attachments": [],
+            "embeds": [],
+            "mentions": [],
+            "mention_roles": [],
+            "pinned": False,
+            "mention_everyone": False,
+            "tts": False,
+            "timestamp": discord.utils.utcnow().isoformat(),
+            "edited_timestamp": None,
+            "flags": body.get("flags", 0),
+            "components": body.get("components", []),
         }
 
     def _record(self, kind: str, message_id: int, body: dict[str, Any], files: Any) -> None:
@@ -81,11 +97,28 @@ class RecordingAdapter(webhook_async.AsyncWebhookAdapter):
         for file in files or []:
             file.fp.seek(0)
             contents[file.filename] = file.fp.read()
-        self.sent.append(Sent(kind, message_id, body.get("content") or "", body.get("flags", 0),
-                              _buttons(body.get("components")), contents, body.get("allowed_mentions")))
+        self.sent.append(
+            Sent(
+                kind,
+                message_id,
+                body.get("content") or "",
+                body.get("flags", 0),
+                _buttons(body.get("components")),
+                contents,
+                body.get("allowed_mentions"),
+            )
+        )
 
-    async def request(self, route: Any, session: Any = None, *, payload: dict[str, Any] | None = None,
-                      multipart: list[dict[str, Any]] | None = None, files: Any = None, **_: Any) -> Any:
+    async def request(
+        self,
+        route: Any,
+        session: Any = None,
+        *,
+        payload: dict[str, Any] | None = None,
+        multipart: list[dict[str, Any]] | None = None,
+        files: Any = None,
+        **_: Any,
+    ) -> Any:
         if payload is None and multipart:
             payload = json.loads(multipart[0]["value"])
         payload = payload or {}
@@ -101,9 +134,14 @@ class RecordingAdapter(webhook_async.AsyncWebhookAdapter):
                 self.flags[token] = body.get("flags", 0)
             if kind in (4, 7):  # 7: a button edits the message it sits on
                 self._record("response" if kind == 4 else "update", self.original.get(token, 0), body, files)
-            return {"interaction": {"id": str(route.webhook_id), "type": 2,
-                                    "response_message_id": str(self.original.get(token, snowflake())),
-                                    "response_message_ephemeral": bool(body.get("flags", 0) & EPHEMERAL)}}
+            return {
+                "interaction": {
+                    "id": str(route.webhook_id),
+                    "type": 2,
+                    "response_message_id": str(self.original.get(token, snowflake())),
+                    "response_message_ephemeral": bool(body.get("flags", 0) & EPHEMERAL),
+                }
+            }
         if route.method == "POST":  # a followup
             message_id = snowflake()
             self._record("followup", message_id, payload, files)
@@ -129,25 +167,46 @@ class Interactions:
         bot._connection._command_tree = bot.tree  # type: ignore[attr-defined]
 
     def _user(self, user: discord.abc.User) -> dict[str, Any]:
-        return {"id": str(user.id), "username": user.name, "discriminator": "0000", "global_name": None,
-                "avatar": None}
+        return {"id": str(user.id), "username": user.name, "discriminator": "0000", "global_name": None, "avatar": None}
 
     def _member(self, user: discord.abc.User, permissions: discord.Permissions) -> dict[str, Any]:
-        return {"user": self._user(user), "roles": [], "joined_at": discord.utils.utcnow().isoformat(),
-                "nick": getattr(user, "nick", None), "deaf": False, "mute": False, "flags": 0,
-                "permissions": str(permissions.value)}
+        return {
+            "user": self._user(user),
+            "roles": [],
+            "joined_at": discord.utils.utcnow().isoformat(),
+            "nick": getattr(user, "nick", None),
+            "deaf": False,
+            "mute": False,
+            "flags": 0,
+            "permissions": str(permissions.value),
+        }
 
-    def _payload(self, kind: int, user: discord.abc.User, permissions: discord.Permissions,
-                 data: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    def _payload(
+        self, kind: int, user: discord.abc.User, permissions: discord.Permissions, data: dict[str, Any], **extra: Any
+    ) -> dict[str, Any]:
         assert self.bot.user is not None
         return {
-            "id": str(snowflake()), "application_id": str(self.bot.user.id), "type": kind, "token": f"t{snowflake()}",
-            "version": 1, "guild_id": str(self.guild.id), "guild_locale": "en-US", "locale": "en-US",
+            "id": str(snowflake()),
+            "application_id": str(self.bot.user.id),
+            "type": kind,
+            "token": f"t{snowflake()}",
+            "version": 1,
+            "guild_id": str(self.guild.id),
+            "guild_locale": "en-US",
+            "locale": "en-US",
             "channel_id": str(self.channel.id),
-            "channel": {"id": str(self.channel.id), "type": 0, "guild_id": str(self.guild.id),
-                        "name": self.channel.name},
-            "member": self._member(user, permissions), "app_permissions": str(discord.Permissions.all().value),
-            "attachment_size_limit": 25 * 1024 * 1024, "entitlements": [], "data": data, **extra,
+            "channel": {
+                "id": str(self.channel.id),
+                "type": 0,
+                "guild_id": str(self.guild.id),
+                "name": self.channel.name,
+            },
+            "member": self._member(user, permissions),
+            "app_permissions": str(discord.Permissions.all().value),
+            "attachment_size_limit": 25 * 1024 * 1024,
+            "entitlements": [],
+            "data": data,
+            **extra,
         }
 
     def _options(self, options: dict[str, Any], resolved: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -161,7 +220,11 @@ class Interactions:
                 out.append({"name": name, "type": 6, "value": str(value.id)})
             elif isinstance(value, discord.abc.GuildChannel):
                 resolved.setdefault("channels", {})[str(value.id)] = {
-                    "id": str(value.id), "name": value.name, "type": value.type.value, "permissions": "0"}
+                    "id": str(value.id),
+                    "name": value.name,
+                    "type": value.type.value,
+                    "permissions": "0",
+                }
                 out.append({"name": name, "type": 7, "value": str(value.id)})
             elif isinstance(value, bool):
                 out.append({"name": name, "type": 5, "value": value})
@@ -182,8 +245,14 @@ class Interactions:
         # Subcommands wrap their options: a group is type 2, a subcommand type 1.
         for depth, name in reversed(list(enumerate(subs))):
             leaf = [{"name": name, "type": 1 if depth == len(subs) - 1 else 2, "options": leaf}]
-        return {"id": str(snowflake()), "name": top, "type": 1, "options": leaf, "resolved": resolved,
-                "guild_id": str(self.guild.id)}
+        return {
+            "id": str(snowflake()),
+            "name": top,
+            "type": 1,
+            "options": leaf,
+            "resolved": resolved,
+            "guild_id": str(self.guild.id),
+        }
 
     async def _dispatch(self, payload: dict[str, Any]) -> list[Sent]:
         before = len(self.adapter.sent)
@@ -191,8 +260,12 @@ class Interactions:
         try:
             # The state runs handlers in tasks, which copy this context: they see the recording adapter.
             self.bot._connection.parse_interaction_create(payload)  # type: ignore[attr-defined]
-            running = [t for t in asyncio.all_tasks() if not t.done() and (
-                t.get_name() == "CommandTree-invoker" or t.get_name().startswith("discord-ui-view-dispatch"))]
+            running = [
+                t
+                for t in asyncio.all_tasks()
+                if not t.done()
+                and (t.get_name() == "CommandTree-invoker" or t.get_name().startswith("discord-ui-view-dispatch"))
+            ]
             await asyncio.gather(*running)
         finally:
             webhook_async.async_context.reset(token)
@@ -203,8 +276,9 @@ class Interactions:
         permissions = ADMIN_PERMISSIONS if admin else MEMBER_PERMISSIONS
         return await self._dispatch(self._payload(2, user, permissions, self._command_data(path, options)))
 
-    async def autocomplete(self, path: str, user: discord.abc.User, focused: str, /, *, admin: bool = True,
-                           **options: Any) -> list[dict[str, Any]]:
+    async def autocomplete(
+        self, path: str, user: discord.abc.User, focused: str, /, *, admin: bool = True, **options: Any
+    ) -> list[dict[str, Any]]:
         """The choices offered while `user` types into option `focused`."""
         permissions = ADMIN_PERMISSIONS if admin else MEMBER_PERMISSIONS
         await self._dispatch(self._payload(4, user, permissions, self._command_data(path, options, focused)))

@@ -84,13 +84,16 @@ def test_admin_group_is_hidden_by_default_and_both_are_guild_only(bot):
     assert member == {"show", "history", "export", "optout", "optin", "forget-me"}
 
 
-@pytest.mark.parametrize("path, options", [
-    ("memory-admin stats", {}),
-    ("memory-admin purge all", {}),
-    ("memory-admin purge before", {"day": "2030-01-01"}),
-    ("memory-admin timezone", {"zone": "Asia/Tokyo"}),
-    ("memory-admin channel", {"mode": "exclude"}),
-])
+@pytest.mark.parametrize(
+    "path, options",
+    [
+        ("memory-admin stats", {}),
+        ("memory-admin purge all", {}),
+        ("memory-admin purge before", {"day": "2030-01-01"}),
+        ("memory-admin timezone", {"zone": "Asia/Tokyo"}),
+        ("memory-admin channel", {"mode": "exclude"}),
+    ],
+)
 async def test_members_without_manage_server_are_refused_and_nothing_changes(bot, people, slash, path, options):
     alice, bob = people
     guild = await seed(bot, alice, bob)

@@ -83,13 +83,21 @@ async def test_edits_and_deletes_reach_the_database(bot, engine):
     bulk = [await dpytest.message(f"purged {i}") for i in range(3)]
     # A real MESSAGE_UPDATE gateway payload through discord.py's own parser (dpytest has no edit event).
     data = facts.dict_from_message(msg)
-    data.update(content="second version", edited_timestamp=discord.utils.utcnow().isoformat(),
-                channel_id=str(msg.channel.id), guild_id=str(msg.guild.id))
+    data.update(
+        content="second version",
+        edited_timestamp=discord.utils.utcnow().isoformat(),
+        channel_id=str(msg.channel.id),
+        guild_id=str(msg.guild.id),
+    )
     backend.get_state().parse_message_update(data)
     await gone.delete()
-    backend.get_state().parse_message_delete_bulk({
-        "ids": [str(m.id) for m in bulk], "channel_id": str(msg.channel.id), "guild_id": str(msg.guild.id),
-    })
+    backend.get_state().parse_message_delete_bulk(
+        {
+            "ids": [str(m.id) for m in bulk],
+            "channel_id": str(msg.channel.id),
+            "guild_id": str(msg.guild.id),
+        }
+    )
     await dpytest.run_all_events()
     await bot.memory.flush()
     assert await stored_texts(engine) == ["second version"]

@@ -58,6 +58,10 @@ async def test_staff_channel_secret_stays_in_the_staff_channel(bot, llm):
         # And an admin's include brings the channel into guild-wide memory.
         await bot.memory.channels.set_mode(general.guild.id, staff.id, "include")
         rows = await bot.memory.summaries._summarise(  # today, uncached
-            general.guild.id, bot.memory.clock.now().date(), bot.memory.clock.now().replace(hour=0, minute=0),
-            bot.memory.clock.now(), fallback=False)
+            general.guild.id,
+            bot.memory.clock.now().date(),
+            bot.memory.clock.now().replace(hour=0, minute=0),
+            bot.memory.clock.now(),
+            fallback=False,
+        )
         assert any("4242" in text for text in rows[0].values())

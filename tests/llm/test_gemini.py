@@ -32,8 +32,14 @@ class Clock:
 def resilient(client, *, attempts=3, timeout=2.0, breaker=None, model="gemini-2.5-flash"):
     gemini = GeminiProvider(client, models={"batch": model, "fast": model}, timeout_s=timeout)
     return ResilientProvider(
-        gemini, attempts=attempts, timeout_s=timeout, max_concurrency=4, requests_per_minute=1000,
-        breaker=breaker or CircuitBreaker(failures=3, cooldown=60), wait_initial=0.01, wait_max=0.05,
+        gemini,
+        attempts=attempts,
+        timeout_s=timeout,
+        max_concurrency=4,
+        requests_per_minute=1000,
+        breaker=breaker or CircuitBreaker(failures=3, cooldown=60),
+        wait_initial=0.01,
+        wait_max=0.05,
     )
 
 
@@ -73,8 +79,9 @@ async def test_retries_on_429_and_500_then_success(stub, genai_client):
     provider = resilient(genai_client, attempts=3)
     llm = LLM(provider, prompts=PROMPTS)
     started = time.perf_counter()
-    result = await llm.run("remember", {"subject": "Bob", "existing": "Bob is Sergey.", "fact": "likes tea",
-                                        "max_chars": 1500, **WHEN})
+    result = await llm.run(
+        "remember", {"subject": "Bob", "existing": "Bob is Sergey.", "fact": "likes tea", "max_chars": 1500, **WHEN}
+    )
     assert result.text == "Bob is Sergey. Bob likes tea." and not result.degraded
     assert len(stub.requests) == 3
     assert time.perf_counter() - started >= 0.2  # the API's retry delay was honoured
@@ -92,7 +99,8 @@ async def test_a_client_error_is_not_retried(stub, genai_client):
     stub.queue(error(400), text("never reached"))
     with pytest.raises(LLMError):
         await LLM(resilient(genai_client), prompts=PROMPTS).run(
-            "condense", {"subject": "Bob", "existing": "x", "max_chars": 10, **WHEN}, fallback=False)
+            "condense", {"subject": "Bob", "existing": "x", "max_chars": 10, **WHEN}, fallback=False
+        )
     assert len(stub.requests) == 1
 
 
@@ -102,7 +110,8 @@ async def test_a_hung_request_times_out_within_the_timeout(stub, genai_client):
     started = time.perf_counter()
     with pytest.raises(LLMError):
         await LLM(provider, prompts=PROMPTS).run(
-            "condense", {"subject": "Bob", "existing": "x", "max_chars": 10, **WHEN}, fallback=False)
+            "condense", {"subject": "Bob", "existing": "x", "max_chars": 10, **WHEN}, fallback=False
+        )
     elapsed = time.perf_counter() - started
     assert 0.6 <= elapsed < 1.5  # two attempts of 0.3 s plus a short backoff
 
@@ -148,8 +157,14 @@ async def test_the_concurrency_cap_holds(stub, genai_client):
     in_flight = peak = 0
     stub.latency = 0.1
     gemini = GeminiProvider(genai_client, models={"batch": "m", "fast": "m"}, timeout_s=5)
-    provider = ResilientProvider(gemini, attempts=1, timeout_s=5, max_concurrency=2, requests_per_minute=1000,
-                                 breaker=CircuitBreaker(failures=3, cooldown=60))
+    provider = ResilientProvider(
+        gemini,
+        attempts=1,
+        timeout_s=5,
+        max_concurrency=2,
+        requests_per_minute=1000,
+        breaker=CircuitBreaker(failures=3, cooldown=60),
+    )
     original = gemini.generate
 
     async def counting(call):

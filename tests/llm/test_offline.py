@@ -31,11 +31,13 @@ async def test_remember_appends_a_sentence_and_drops_near_duplicates():
 
 async def test_forget_removes_matching_sentences_and_reports_found():
     existing = "Bob is Sergey. Bob likes green tea. Bob lives in Riga."
-    found = await run("forget", {"subject": "Bob", "existing": existing, "fact": "likes green tea", **WHEN},
-                      schema=ForgetResult)
+    found = await run(
+        "forget", {"subject": "Bob", "existing": existing, "fact": "likes green tea", **WHEN}, schema=ForgetResult
+    )
     assert found.parsed == ForgetResult(found=True, memory="Bob is Sergey. Bob lives in Riga.")
-    missing = await run("forget", {"subject": "Bob", "existing": existing, "fact": "owns a boat", **WHEN},
-                        schema=ForgetResult)
+    missing = await run(
+        "forget", {"subject": "Bob", "existing": existing, "fact": "owns a boat", **WHEN}, schema=ForgetResult
+    )
     assert missing.parsed == ForgetResult(found=False, memory=existing)
 
 
@@ -60,10 +62,12 @@ async def test_daily_summary_quotes_the_most_informative_lines_per_user():
     ]
     variables = {"guild_name": "G", "day": "2026-11-20", "timezone": "UTC", "transcript_xml": "", "lines": lines}
     result = await run("daily_summary", variables, schema=DailySummaries, role="batch")
-    assert result.parsed == DailySummaries(summaries=[
-        UserSummary(user_id="11", summary='Ana wrote 3 messages: "I finally passed my driving exam today"; "ok"'),
-        UserSummary(user_id="22", summary='Bob wrote 1 message: "congrats Ana!"'),
-    ])
+    assert result.parsed == DailySummaries(
+        summaries=[
+            UserSummary(user_id="11", summary='Ana wrote 3 messages: "I finally passed my driving exam today"; "ok"'),
+            UserSummary(user_id="22", summary='Bob wrote 1 message: "congrats Ana!"'),
+        ]
+    )
 
 
 async def test_daily_summary_is_bounded():
@@ -75,15 +79,24 @@ async def test_daily_summary_is_bounded():
 
 async def test_historical_summary_keeps_dates_and_the_newest_days():
     days = [("2026-11-18", "Ana studied."), ("2026-11-19", "Ana passed her exam.")]
-    result = await run("historical_summary", {"subject": "Ana", "start_day": "2026-11-18", "end_day": "2026-11-19",
-                                             "days_xml": "", "days": days, **WHEN})
+    result = await run(
+        "historical_summary",
+        {"subject": "Ana", "start_day": "2026-11-18", "end_day": "2026-11-19", "days_xml": "", "days": days, **WHEN},
+    )
     assert result.text == "On 2026-11-18: Ana studied. On 2026-11-19: Ana passed her exam."
 
 
 async def test_merge_context_is_a_labelled_concatenation_within_budget():
-    variables = {"subject": "Ana", **WHEN, "facts": "Ana is vegetarian.",
-                 "current_day": "Ana talked about exams.", "history": "Ana studied all week. " * 50,
-                 "earlier": "Week of 2026-10-26: Ana moved flats.", "max_tokens": 60, "note_tokens": 50}
+    variables = {
+        "subject": "Ana",
+        **WHEN,
+        "facts": "Ana is vegetarian.",
+        "current_day": "Ana talked about exams.",
+        "history": "Ana studied all week. " * 50,
+        "earlier": "Week of 2026-10-26: Ana moved flats.",
+        "max_tokens": 60,
+        "note_tokens": 50,
+    }
     result = await run("merge_context", variables)
     assert result.text.startswith("Facts: Ana is vegetarian.\nToday: Ana talked about exams.\nLast week: Ana studied")
     assert "\nEarlier: " in result.text and result.text.endswith("Ana moved flats.")  # its share, trimmed
@@ -91,14 +104,22 @@ async def test_merge_context_is_a_labelled_concatenation_within_budget():
 
 
 async def test_chat_is_honest_about_having_no_model():
-    variables = {"bot_name": "Elefant", "today": "2026-11-20", "timezone": "UTC", "author": "Ana",
-                 "memory": "Ana is vegetarian.", "channel_xml": "", "message": "hi"}
+    variables = {
+        "bot_name": "Elefant",
+        "today": "2026-11-20",
+        "timezone": "UTC",
+        "author": "Ana",
+        "memory": "Ana is vegetarian.",
+        "channel_xml": "",
+        "message": "hi",
+    }
     result = await run("chat", variables)
     assert result.text.startswith("I'm running without a language model, so I can't chat, Ana.")
     assert result.text.endswith("What I remember about you: Ana is vegetarian.")
 
 
 async def test_remember_keeps_a_lower_case_name_as_written():
-    result = await run("remember", {"subject": "ana_0", "max_chars": 1500, **WHEN, "existing": "",
-                                    "fact": "ana_0 studies physics"})
+    result = await run(
+        "remember", {"subject": "ana_0", "max_chars": 1500, **WHEN, "existing": "", "fact": "ana_0 studies physics"}
+    )
     assert result.text == "ana_0 studies physics."

@@ -30,8 +30,9 @@ def test_an_injected_closing_tag_stays_inside_its_content_element():
 
 
 def test_substituted_values_are_escaped_in_every_prompt():
-    prompt = load_prompts()["forget"].render({"subject": "Bob", "existing": "Bob is nice.", "fact": ATTACK,
-                                              "today": "2026-11-20", "timezone": "UTC"})
+    prompt = load_prompts()["forget"].render(
+        {"subject": "Bob", "existing": "Bob is nice.", "fact": ATTACK, "today": "2026-11-20", "timezone": "UTC"}
+    )
     assert "<instructions>" not in prompt.user and "&lt;instructions&gt;" in prompt.user
     inner = re.search(r"<forget>(.*)</forget>", prompt.user, re.S)
     assert inner is not None and "</forget>" not in inner.group(1)

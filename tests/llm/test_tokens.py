@@ -23,5 +23,5 @@ def test_never_over_the_limit_and_never_a_broken_word(limit, keep):
 def test_sentences_first_then_marked_word_cuts():
     assert trim_to_chars(TEXT, 40) == "Ana likes tea."
     assert trim_to_chars(TEXT, 40, keep="end") == "Ana is vegetarian."
-    assert trim_to_chars('"message 8 about the trip to Lisbon"', 20, keep="end") == "…trip to Lisbon\""
+    assert trim_to_chars('"message 8 about the trip to Lisbon"', 20, keep="end") == '…trip to Lisbon"'
     assert trim_to_chars('"message 8 about the trip to Lisbon"', 20) == '"message 8 about…'

@@ -23,8 +23,9 @@ async def main(url: str) -> None:
     base = 2**60 + 5_000_000
     i = 0
     while not stop.is_set():
-        msg = IncomingMessage(2**60, 2**60 + 1, base + i, 2**60 + 2 + i % 40, f"u{i % 40}", f"burst {i}",
-                              datetime.now(UTC))
+        msg = IncomingMessage(
+            2**60, 2**60 + 1, base + i, 2**60 + 2 + i % 40, f"u{i % 40}", f"burst {i}", datetime.now(UTC)
+        )
         await manager.ingest_message(msg)
         sys.stdout.write(f"{msg.message_id}\n")
         i += 1

@@ -27,8 +27,11 @@ def test_never_over_budget_and_facts_kept_whole_when_they_fit(facts, today, week
     assert estimate_tokens(out) <= budget
     if facts.strip() and estimate_tokens("Facts: ") + estimate_tokens(facts.strip()) <= budget - 3:
         assert out.startswith(f"Facts: {facts.strip()}")
-    labels = [line.split(":")[0] for line in out.splitlines() if line.split(":")[0] in
-              {"Facts", "Today", "Last week", "Recalled"}]
+    labels = [
+        line.split(":")[0]
+        for line in out.splitlines()
+        if line.split(":")[0] in {"Facts", "Today", "Last week", "Recalled"}
+    ]
     assert labels == sorted(labels, key=["Facts", "Today", "Last week", "Recalled"].index)
 
 
@@ -37,8 +40,11 @@ def test_unused_share_goes_to_the_next_sections_and_items_are_whole():
     out = assemble(sections("Ana likes tea.", "", "", items), 400)
     assert out.startswith("Facts: Ana likes tea.\nRecalled:\n- snippet 0")
     assert estimate_tokens(out) <= 400 and out.count("- snippet") > 10  # more than its 35 % share alone
-    assert all(line == "Recalled:" or (line.startswith(("Facts", "- snippet")) and (
-        not line.startswith("- ") or line.endswith("x"))) for line in out.splitlines())
+    assert all(
+        line == "Recalled:"
+        or (line.startswith(("Facts", "- snippet")) and (not line.startswith("- ") or line.endswith("x")))
+        for line in out.splitlines()
+    )
 
 
 def test_history_keeps_its_newest_end():
@@ -53,4 +59,8 @@ def test_long_facts_leave_every_section_its_share_of_the_rest():
     out = assemble(sections(facts, long, long, [long[:200]] * 5), 500)
     assert out.startswith(f"Facts: {facts.strip()}") and estimate_tokens(out) <= 500
     assert [line.split(":")[0] for line in out.splitlines() if not line.startswith("- ")] == [
-        "Facts", "Today", "Last week", "Recalled"]  # trimmed to their shares, none dropped whole
+        "Facts",
+        "Today",
+        "Last week",
+        "Recalled",
+    ]  # trimmed to their shares, none dropped whole

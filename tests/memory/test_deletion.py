@@ -27,8 +27,9 @@ async def memory(engine, settings):
     for back in (0, 1, 2, 3, 20, 45):  # today, the last week, and the weeks and months of the rollups
         day = NOW - timedelta(days=back, hours=3)
         await memory.ingest_message(message(f"{SECRET} day {back}", author=ALICE, name="alice", at=day))
-        await memory.ingest_message(message(f"bob chats day {back}", author=BOB, name="bob",
-                                            at=day + timedelta(minutes=1), channel=CHANNEL + 1))
+        await memory.ingest_message(
+            message(f"bob chats day {back}", author=BOB, name="bob", at=day + timedelta(minutes=1), channel=CHANNEL + 1)
+        )
     await memory.ingest_message(message("elsewhere", author=ALICE, name="alice", guild=OTHER_GUILD))
     await memory.flush()
     await memory.remember(GUILD, ALICE, "alice loves paella", requested_by=BOB)
@@ -62,8 +63,17 @@ async def test_forget_member_removes_every_row_and_cache(memory):
     assert [r.requested_by for r in await memory.fact_history(GUILD, BOB)] == [0]
     async with memory.sessions() as session:
         assert await remaining(session, GUILD, ALICE) == dict.fromkeys(
-            ["chat_history", "user_facts", "fact_revisions", "daily_summaries", "historical_summaries",
-             "rollups", "member_names"], 0)
+            [
+                "chat_history",
+                "user_facts",
+                "fact_revisions",
+                "daily_summaries",
+                "historical_summaries",
+                "rollups",
+                "member_names",
+            ],
+            0,
+        )
     # Summaries and rollups of others built from the same days are gone too (recomputed without alice).
     assert await count(memory, DailySummary, guild_id=GUILD) == 0
     # bob's rollups of the two weeks alice wrote in are gone (rebuilt without her); his others stay.
@@ -107,8 +117,12 @@ async def test_purge_channel_before_and_guild(memory):
 
 
 async def test_retention_deletes_only_what_is_older(engine, settings):
-    memory = MemoryManager(engine, settings.model_copy(update={"retention_days": 2}),
-                           llm=LLM(None, prompts=load_prompts()), clock=FakeClock(NOW))
+    memory = MemoryManager(
+        engine,
+        settings.model_copy(update={"retention_days": 2}),
+        llm=LLM(None, prompts=load_prompts()),
+        clock=FakeClock(NOW),
+    )
     await memory.start()
     for back in range(5):
         await memory.ingest_message(message(f"day {back}", at=NOW - timedelta(days=back, hours=1)))

@@ -33,7 +33,7 @@ class AppendingModel:
 
     async def condense(self, *, guild_id, subject, existing, max_chars):
         self.condense_calls += 1
-        return existing[len(existing) // 2:]
+        return existing[len(existing) // 2 :]
 
 
 @pytest.fixture
@@ -78,9 +78,9 @@ async def test_revert_of_another_members_revision_is_refused(store):
 
 async def test_twenty_concurrent_remembers_keep_all_twenty(engine):
     store = FactsStore(create_session_factory(engine), AppendingModel(), max_chars=5000)
-    await asyncio.gather(*(
-        store.remember(GUILD, BOB, f"Bob fact number {i}", requested_by=ALICE, subject="Bob") for i in range(20)
-    ))
+    await asyncio.gather(
+        *(store.remember(GUILD, BOB, f"Bob fact number {i}", requested_by=ALICE, subject="Bob") for i in range(20))
+    )
     blob = await store.facts(GUILD, BOB)
     assert blob is not None and all(f"Bob fact number {i}." in blob for i in range(20))
     async with create_session_factory(engine)() as session:
@@ -91,9 +91,9 @@ async def test_two_stores_sharing_a_database_lose_no_update(engine):
     # Two stores stand for two bot processes: their locks are separate, the compare-and-swap is shared.
     sessions = create_session_factory(engine)
     a, b = (FactsStore(sessions, AppendingModel(), max_chars=5000) for _ in range(2))
-    await asyncio.gather(*(
-        (a if i % 2 else b).remember(GUILD, BOB, f"fact {i}", requested_by=ALICE, subject="Bob") for i in range(10)
-    ))
+    await asyncio.gather(
+        *((a if i % 2 else b).remember(GUILD, BOB, f"fact {i}", requested_by=ALICE, subject="Bob") for i in range(10))
+    )
     blob = await a.facts(GUILD, BOB)
     assert blob is not None and all(f"fact {i}." in blob for i in range(10))
 

@@ -39,8 +39,11 @@ async def test_the_cap_holds_after_200_remembers(store):
 
 
 def test_stub_answers_are_json_where_parsed():
-    reply = scripted_model(StubRequest("m", {"contents": [{"parts": [{"text": "<existing_facts>A.</existing_facts>"
-                                                                             "<forget>A</forget>"}]}]}, None))
+    reply = scripted_model(
+        StubRequest(
+            "m", {"contents": [{"parts": [{"text": "<existing_facts>A.</existing_facts><forget>A</forget>"}]}]}, None
+        )
+    )
     assert json.loads(reply.text) == {"found": True, "memory": ""}
 
 
@@ -48,9 +51,9 @@ async def test_twenty_concurrent_remembers_keep_all_twenty(engine, llm):
     import asyncio
 
     store = FactsStore(create_session_factory(engine), LLMFactsModel(llm), max_chars=5000)
-    await asyncio.gather(*(
-        store.remember(GUILD, BOB, f"Bob has hobby number {i}", requested_by=ALICE, subject="Bob") for i in range(20)
-    ))
+    await asyncio.gather(
+        *(store.remember(GUILD, BOB, f"Bob has hobby number {i}", requested_by=ALICE, subject="Bob") for i in range(20))
+    )
     blob = await store.facts(GUILD, BOB) or ""
     assert all(f"hobby number {i}." in blob for i in range(20))
     assert len(await store.history(GUILD, BOB, limit=100)) == 20

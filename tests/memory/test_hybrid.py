@@ -21,8 +21,7 @@ from tests.gemini_stub import GeminiStub
 from tests.memory.test_facts import AppendingModel
 
 # The stub's "model": words of one concept share a dimension; every other word means nothing to it.
-CONCEPTS = {"exam": 0, "exams": 0, "finals": 0, "test": 0, "flat": 1, "apartment": 1, "lease": 1, "cat": 2,
-            "kitten": 2}
+CONCEPTS = {"exam": 0, "exams": 0, "finals": 0, "test": 0, "flat": 1, "apartment": 1, "lease": 1, "cat": 2, "kitten": 2}
 
 
 def concept_vector(text: str) -> list[float]:
@@ -60,8 +59,12 @@ async def build(engine, settings, stub):
 
 
 async def fill(memory: MemoryManager) -> None:
-    for days, author, text in [(3, BOB, "my finals are on friday, wish me luck"), (2, ALICE, "pizza tonight?"),
-                               (1, ALICE, "the blue kettle is broken"), (1, BOB, "kettle")]:
+    for days, author, text in [
+        (3, BOB, "my finals are on friday, wish me luck"),
+        (2, ALICE, "pizza tonight?"),
+        (1, ALICE, "the blue kettle is broken"),
+        (1, BOB, "kettle"),
+    ]:
         await memory.ingest_message(message(text, author=author, at=T0 - timedelta(days=days)))
     await memory.flush()
 

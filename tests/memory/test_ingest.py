@@ -163,7 +163,6 @@ async def test_count_by_guild_index_query(manager, engine):
     await manager.flush()
     async with create_session_factory(engine)() as session:
         n = await session.scalar(
-            select(func.count())
-            .where(ChatMessage.guild_id == GUILD, ChatMessage.timestamp >= T0 + minutes(10))
+            select(func.count()).where(ChatMessage.guild_id == GUILD, ChatMessage.timestamp >= T0 + minutes(10))
         )
     assert n == 20

@@ -66,7 +66,13 @@ def test_decay_matches_the_half_life():
 def test_relative_age_labels():
     day = T0
     assert [relative_age(day - timedelta(days=d), day) for d in (0, 1, 5, 21, 75, 800)] == [
-        "today", "yesterday", "5 days ago", "3 weeks ago", "2 months ago", "2 years ago"]
+        "today",
+        "yesterday",
+        "5 days ago",
+        "3 weeks ago",
+        "2 months ago",
+        "2 years ago",
+    ]
 
 
 async def test_finds_old_answers_labelled_with_links(memory):
@@ -102,13 +108,19 @@ async def test_the_plan_for_common_words_finds_the_same_best_hits(memory, monkey
         return  # PostgreSQL ranks every match with its GIN index; the plan is SQLite's
     # One common word alone: only its newest matches are read (ranking millions is what the plan avoids).
     assert [h.text for h in await memory.recall(GUILD, "trip", now=NOW)] == [
-        "Trip photos from last year are in the drive"]
+        "Trip photos from last year are in the drive"
+    ]
 
 
 async def test_common_words_and_busy_members_leave_the_full_text_query_but_not_the_ranking(memory, monkeypatch):
     await fill(memory)
-    asked = [("chemistry exam", None), ("decide trip Lisbon train", None), ("exam", BOB), ("trip", ALICE),
-             ("morning pizza trip", None)]
+    asked = [
+        ("chemistry exam", None),
+        ("decide trip Lisbon train", None),
+        ("exam", BOB),
+        ("trip", ALICE),
+        ("morning pizza trip", None),
+    ]
 
     async def best():
         return [[h.text for h in await memory.recall(GUILD, q, now=NOW, user_id=u, limit=2)] for q, u in asked]
@@ -165,19 +177,22 @@ async def test_private_channels_are_only_recalled_where_they_are(memory):
     await memory.flush()
     assert await memory.recall(GUILD, "vault code", now=NOW, channel_id=CHANNEL) == []
     assert [h.message_id for h in await memory.recall(GUILD, "vault code", now=NOW, channel_id=staff)] == [
-        secret.message_id]
+        secret.message_id
+    ]
 
 
 async def test_daily_summaries_are_searched_and_dropped_with_their_day(memory):
     await fill(memory)
     day = (NOW - timedelta(days=38)).date()
     async with memory.sessions() as session, session.begin():
-        await save_day(session, GUILD, day, {ALICE: "Alice settled the Lisbon itinerary."}, model="m", version="1",
-                       at=NOW)
+        await save_day(
+            session, GUILD, day, {ALICE: "Alice settled the Lisbon itinerary."}, model="m", version="1", at=NOW
+        )
     hits = await memory.recall(GUILD, "Lisbon itinerary", now=NOW)
     assert hits[0].kind == "summary" and hits[0].user_id == ALICE and hits[0].at.date() == day
     async with memory.sessions() as session, session.begin():  # a recomputed summary replaces the text
         from db.models import DailySummary
+
         await session.execute(update(DailySummary).values(summary="Alice went quiet."))
     assert all(h.kind == "message" for h in await memory.recall(GUILD, "Lisbon itinerary", now=NOW))
     await memory.forget_member(GUILD, ALICE)
@@ -207,8 +222,14 @@ async def both(sqlite_template, pg_database, tmp_path):
 
 
 QUESTIONS = [
-    "when is Bob's chemistry exam?", "What did we decide about the trip?", "climbing Saturday",
-    "how did the exam go", "trip photos", "pizza", "morning", "Lisbon train",
+    "when is Bob's chemistry exam?",
+    "What did we decide about the trip?",
+    "climbing Saturday",
+    "how did the exam go",
+    "trip photos",
+    "pizza",
+    "morning",
+    "Lisbon train",
 ]
 
 

@@ -18,8 +18,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 async def test_sigterm_mid_burst_loses_nothing(db_url: str, engine: AsyncEngine):
     child = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tests.memory.sigterm_child", db_url,
-        cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "tests.memory.sigterm_child",
+        db_url,
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
         env={**os.environ, "PYTHONUNBUFFERED": "0"},
     )
     assert child.stdout is not None

@@ -49,12 +49,16 @@ async def make(engine, settings, stub):
         client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=stub.base_url))
         provider = ResilientProvider(
             GeminiProvider(client, models={"batch": "gemini-2.5-flash", "fast": "gemini-2.5-flash"}, timeout_s=10),
-            attempts=1, timeout_s=10, max_concurrency=8, requests_per_minute=100_000,
-            breaker=CircuitBreaker(failures=1000, cooldown=60), wait_initial=0.01, wait_max=0.02,
+            attempts=1,
+            timeout_s=10,
+            max_concurrency=8,
+            requests_per_minute=100_000,
+            breaker=CircuitBreaker(failures=1000, cooldown=60),
+            wait_initial=0.01,
+            wait_max=0.02,
         )
         llm = LLM(provider, prompts=load_prompts(), offline=overrides.pop("offline", RefuseOffline()))
-        memory = MemoryManager(engine, settings.model_copy(update=overrides), llm=llm,
-                               clock=clock or FakeClock(NOON))
+        memory = MemoryManager(engine, settings.model_copy(update=overrides), llm=llm, clock=clock or FakeClock(NOON))
         await memory.start()
         built.append((memory, client))
         return memory
@@ -68,8 +72,14 @@ async def make(engine, settings, stub):
 async def seed(memory: MemoryManager, day: datetime, authors=((ALICE, "Ana"), (BOB, "Bob"), (CAROL, "Carol"))):
     for i, (author, name) in enumerate(authors):
         for j in range(3):
-            await memory.ingest_message(message(f"{name} message {j} on {day:%m-%d}", author=author, name=name,
-                                                at=day + timedelta(minutes=10 * i + j)))
+            await memory.ingest_message(
+                message(
+                    f"{name} message {j} on {day:%m-%d}",
+                    author=author,
+                    name=name,
+                    at=day + timedelta(minutes=10 * i + j),
+                )
+            )
     await memory.flush()
 
 
@@ -194,8 +204,14 @@ async def test_opted_out_members_never_reach_a_prompt(make, stub):
 async def test_a_large_day_is_chunked_and_merged(make, stub):
     memory = await make(daily_input_tokens=1000)
     for i in range(120):
-        await memory.ingest_message(message(f"Ana talks about topic {i} " + "word " * 20, author=ALICE, name="Ana",
-                                            at=NOON - timedelta(days=1, minutes=i)))
+        await memory.ingest_message(
+            message(
+                f"Ana talks about topic {i} " + "word " * 20,
+                author=ALICE,
+                name="Ana",
+                at=NOON - timedelta(days=1, minutes=i),
+            )
+        )
     await memory.flush()
     assert memory.summaries is not None
     summaries = await memory.summaries.past_day(GUILD, (NOON - timedelta(days=1)).date())
@@ -227,7 +243,10 @@ async def test_a_refused_day_is_stored_empty_and_not_retried(make, stub, engine)
     assert await memory.summaries.past_day(GUILD, day.date()) == {ALICE: "", BOB: "", CAROL: ""}
     fresh = await make()
     assert fresh.summaries is not None and await fresh.summaries.past_day(GUILD, day.date()) == {
-        ALICE: "", BOB: "", CAROL: ""}
+        ALICE: "",
+        BOB: "",
+        CAROL: "",
+    }
     assert daily_calls(stub) == 1
 
 
@@ -236,8 +255,9 @@ async def test_a_guild_time_zone_moves_its_day_boundaries(make, stub):
 
     memory = await make()
     # 23:30 UTC on the 19th is already the 20th in Tokyo.
-    await memory.ingest_message(message("late night", author=ALICE, name="Ana", at=NOON.replace(day=19, hour=23,
-                                                                                                minute=30)))
+    await memory.ingest_message(
+        message("late night", author=ALICE, name="Ana", at=NOON.replace(day=19, hour=23, minute=30))
+    )
     await memory.flush()
     assert memory.summaries is not None
     assert ALICE in await memory.summaries.past_day(GUILD, (NOON - timedelta(days=1)).date())

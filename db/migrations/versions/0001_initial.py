@@ -95,7 +95,12 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     for table in (
-        "user_optouts", "guild_settings", "member_names", "daily_summaries",
-        "fact_revisions", "user_facts", "chat_history",
+        "user_optouts",
+        "guild_settings",
+        "member_names",
+        "daily_summaries",
+        "fact_revisions",
+        "user_facts",
+        "chat_history",
     ):
         op.drop_table(table)

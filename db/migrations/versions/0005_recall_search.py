@@ -28,8 +28,7 @@ def _fts(table: str, source: str, key: str, text: str) -> list[str]:
     scope_new = "'g' || new.guild_id || ' u' || new.user_id"
     scope_old = "'g' || old.guild_id || ' u' || old.user_id"
     insert = f"INSERT INTO {table}(rowid, scope, body) VALUES (new.{key}, {scope_new}, new.{text});"
-    delete = (f"INSERT INTO {table}({table}, rowid, scope, body) "
-              f"VALUES ('delete', old.{key}, {scope_old}, old.{text});")
+    delete = f"INSERT INTO {table}({table}, rowid, scope, body) VALUES ('delete', old.{key}, {scope_old}, old.{text});"
     return [
         f"CREATE VIRTUAL TABLE {table} USING fts5(scope, body, content='', tokenize='{TOKENIZER}')",
         f"CREATE TRIGGER {table}_insert AFTER INSERT ON {source} BEGIN {insert} END",
@@ -60,8 +59,14 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     if op.get_bind().dialect.name == "sqlite":
-        for name in ("chat_fts_insert", "chat_fts_delete", "chat_fts_update",
-                     "summary_fts_insert", "summary_fts_delete", "summary_fts_update"):
+        for name in (
+            "chat_fts_insert",
+            "chat_fts_delete",
+            "chat_fts_update",
+            "summary_fts_insert",
+            "summary_fts_delete",
+            "summary_fts_update",
+        ):
             op.execute(f"DROP TRIGGER IF EXISTS {name}")
         op.execute("DROP TABLE IF EXISTS chat_fts")
         op.execute("DROP TABLE IF EXISTS summary_fts")
