@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.memory.types import IncomingMessage, IngestOp, MessageEdit
 from db.engine import tune_sqlite
+from db.records import IncomingMessage, IngestOp, MessageEdit
 
 # SQLAlchemy Core executemany spends most of its time per row; the driver's own executemany with
 # pre-built tuples is ~3x faster (see FIELD-NOTES), so the hot path speaks plain SQL.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from sqlalchemy import Boolean, Date, Index, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy import Boolean, Date, Index, Integer, LargeBinary, SmallInteger, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from db.types import Snowflake, SurrogateKey, UTCDateTime
@@ -27,6 +27,7 @@ class ChatMessage(Base):
     timestamp: Mapped[datetime] = mapped_column(UTCDateTime)
     edited_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     reply_to_id: Mapped[int | None] = mapped_column(Snowflake)
+    kind: Mapped[int] = mapped_column(SmallInteger, server_default="0")  # db.records.Kind
 
     __table_args__ = (
         Index("ix_chat_history_guild_user_ts", "guild_id", "user_id", "timestamp"),
@@ -89,6 +90,14 @@ class MemberName(Base):
     display_name: Mapped[str] = mapped_column(String(100))
     username: Mapped[str | None] = mapped_column(String(100))
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # casefold()ed in Python: SQLite's lower() folds ASCII only, so "Ömer" would never match "ömer"
+    display_key: Mapped[str | None] = mapped_column(String(100))
+    username_key: Mapped[str | None] = mapped_column(String(100))
+
+    __table_args__ = (
+        Index("ix_member_names_guild_display_key", "guild_id", "display_key"),
+        Index("ix_member_names_guild_username_key", "guild_id", "username_key"),
+    )
 
 
 class GuildSettings(Base):
@@ -195,3 +204,54 @@ class ChannelPrivacy(Base):
     is_private: Mapped[bool] = mapped_column(Boolean)
     mode: Mapped[str] = mapped_column(String(8))  # auto | include | exclude
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    parent_id: Mapped[int | None] = mapped_column(Snowflake)  # a thread's channel: the thread inherits its scope
+    channel_type: Mapped[str | None] = mapped_column(String(24))  # e.g. "text", "public_thread", "private_thread"
+
+
+class DeadLetter(Base):
+    """An ingested record no database would take even after normalising it: kept with the reason, not lost."""
+
+    __tablename__ = "dead_letters"
+
+    id: Mapped[int] = mapped_column(SurrogateKey, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+    guild_id: Mapped[int | None] = mapped_column(Snowflake)
+    user_id: Mapped[int | None] = mapped_column(Snowflake)
+    message_id: Mapped[int | None] = mapped_column(Snowflake)
+    reason: Mapped[str] = mapped_column(Text)
+    payload: Mapped[str] = mapped_column(Text)  # the record as JSON
+
+    __table_args__ = (Index("ix_dead_letters_guild_user", "guild_id", "user_id"),)
+
+
+class MemoryChange(Base):
+    """A change to what memory may say about a guild (or a member): other processes drop their caches."""
+
+    __tablename__ = "memory_changes"
+
+    id: Mapped[int] = mapped_column(SurrogateKey, primary_key=True, autoincrement=True)
+    guild_id: Mapped[int] = mapped_column(Snowflake)
+    user_id: Mapped[int | None] = mapped_column(Snowflake)
+    what: Mapped[str] = mapped_column(String(24))
+    origin: Mapped[str] = mapped_column(String(32))  # the process that made it (it knows already)
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    __table_args__ = (Index("ix_memory_changes_guild_id", "guild_id", "id"),)
+
+
+class ReplySource(Base):
+    """What a stored reply of the bot was built from: a member's data, or a message it quoted."""
+
+    __tablename__ = "reply_sources"
+
+    id: Mapped[int] = mapped_column(SurrogateKey, primary_key=True, autoincrement=True)
+    reply_id: Mapped[int] = mapped_column(Snowflake)
+    guild_id: Mapped[int] = mapped_column(Snowflake)
+    user_id: Mapped[int | None] = mapped_column(Snowflake)
+    message_id: Mapped[int | None] = mapped_column(Snowflake)
+
+    __table_args__ = (
+        Index("ix_reply_sources_reply", "reply_id"),
+        Index("ix_reply_sources_guild_user", "guild_id", "user_id"),
+        Index("ix_reply_sources_message", "message_id"),
+    )

@@ -1,8 +1,8 @@
 """Full-text recall queries: FTS5 (bm25) on SQLite, tsvector (ts_rank) on PostgreSQL, one result shape.
 
-Relevance × temporal decay is computed in SQL, so the candidates a caller sees are already the best by the
-final rule, whatever the number of matches. Privacy filters are part of the query: opted-out members, and
-channels that do not feed guild-wide memory unless the question is asked in that very channel.
+The database chooses a bounded pool of candidates by its own relevance × temporal decay; the final ranking
+happens in Python (bot/memory/recall.py), the same on both databases. What a reader may see is the read
+scope of db/scope.py, composed into every query here.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from cachetools import TTLCache
 from sqlalchemy import BigInteger, Date, Float, Integer, String, bindparam, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from db import scope as scoping
+from db.scope import Scope
 from db.types import UTCDateTime
 
 # Objects the migrations create for search that the models deliberately do not describe.
@@ -23,9 +25,6 @@ SEARCH_COLUMN = "search"
 
 FAR_PAST = datetime(1970, 1, 1, tzinfo=UTC)
 FAR_FUTURE = datetime(9999, 1, 1, tzinfo=UTC)
-_NOT_SHARED = """SELECT channel_id FROM channel_privacy WHERE guild_id = :guild_id
-    AND (mode = 'exclude' OR (mode = 'auto' AND is_private))"""
-_OPTED_OUT = "SELECT user_id FROM user_optouts WHERE guild_id = :guild_id"
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,9 +209,8 @@ async def _search_messages(  # noqa: PLR0917 - one call site, the public functio
         SELECT c.message_id, c.channel_id, c.user_id, c.message_text, c.timestamp,
                {relevance} AS relevance, {score} AS score
         FROM {source}
-        WHERE {match} AND c.guild_id = :guild_id AND c.timestamp >= :since AND c.timestamp < :until
-          AND c.user_id NOT IN ({_OPTED_OUT})
-          AND (c.channel_id = :here OR c.channel_id NOT IN ({_NOT_SHARED}))
+        WHERE {match} AND {scoping.where(scoping.MESSAGES, "c")}
+          AND c.timestamp >= :since AND c.timestamp < :until
         ORDER BY score DESC, c.message_id DESC
         LIMIT :limit
     """)
@@ -221,19 +219,17 @@ async def _search_messages(  # noqa: PLR0917 - one call site, the public functio
             bindparam("until", type_=UTCDateTime()),
             bindparam("now", type_=UTCDateTime()),
             bindparam("rate", type_=Float()),
-            bindparam("guild_id", type_=BigInteger()),
-            bindparam("here", type_=BigInteger()),
             bindparam("limit", type_=Integer()),
         )
         .columns(timestamp=UTCDateTime())
     )
+    query = scoping.typed(query, scoping.MESSAGES)
     params: dict[str, object] = {
-        "guild_id": guild_id,
+        **scoping.params(Scope(guild_id, here)),
         "since": since or FAR_PAST,
         "until": until or FAR_FUTURE,
         "now": now,
         "rate": decay_rate(half_life_days),
-        "here": here,
         "limit": limit,
     }
     if plan is not None:
@@ -284,8 +280,8 @@ async def search_summaries(
         text(f"""
         SELECT s.user_id, s.day, s.summary, {relevance} AS relevance, {relevance} * exp(-:rate * {age}) AS score
         FROM {source}
-        WHERE {match} AND s.guild_id = :guild_id AND s.day >= :since AND s.day < :until AND s.summary != ''
-          AND s.user_id NOT IN ({_OPTED_OUT})
+        WHERE {match} AND {scoping.where(scoping.DERIVED, "s")}
+          AND s.day >= :since AND s.day < :until AND s.summary != ''
         ORDER BY score DESC, s.day DESC, s.user_id
         LIMIT :limit
     """)
@@ -294,13 +290,13 @@ async def search_summaries(
             bindparam("until", type_=Date()),
             bindparam("today", type_=Date()),
             bindparam("rate", type_=Float()),
-            bindparam("guild_id", type_=BigInteger()),
             bindparam("limit", type_=Integer()),
         )
         .columns(day=Date())
     )
+    query = scoping.typed(query, scoping.DERIVED)
     params: dict[str, object] = {
-        "guild_id": guild_id,
+        **scoping.params(Scope(guild_id)),
         "since": since,
         "until": until,
         "today": today,
@@ -331,18 +327,14 @@ async def recent_messages(
     query = (
         text(f"""
         SELECT c.message_id, c.channel_id, c.user_id, c.message_text, c.timestamp FROM chat_history AS c
-        WHERE c.guild_id = :guild_id{user} AND c.user_id NOT IN ({_OPTED_OUT})
-          AND (c.channel_id = :here OR c.channel_id NOT IN ({_NOT_SHARED}))
+        WHERE {scoping.where(scoping.MESSAGES, "c")}{user}
         ORDER BY c.timestamp DESC LIMIT :limit
     """)
-        .bindparams(
-            bindparam("guild_id", type_=BigInteger()),
-            bindparam("here", type_=BigInteger()),
-            bindparam("limit", type_=Integer()),
-        )
+        .bindparams(bindparam("limit", type_=Integer()))
         .columns(timestamp=UTCDateTime())
     )
-    params: dict[str, object] = {"guild_id": guild_id, "here": here, "limit": limit}
+    query = scoping.typed(query, scoping.MESSAGES)
+    params: dict[str, object] = {**scoping.params(Scope(guild_id, here)), "limit": limit}
     if user_id is not None:
         query = query.bindparams(bindparam("user_id", type_=BigInteger()))
         params["user_id"] = user_id

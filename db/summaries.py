@@ -6,33 +6,29 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.models import ChannelPrivacy, ChatMessage, DailySummary, HistoricalSummary, Rollup, UserOptOut
+from db import scope as scoping
+from db.models import ChatMessage, DailySummary, HistoricalSummary, Rollup
+from db.scope import Scope
 
 
 async def day_messages(
     session: AsyncSession, guild_id: int, start: datetime, end: datetime
 ) -> list[tuple[datetime, int, str]]:
-    """(timestamp, user_id, text) of a guild's shared messages in [start, end), oldest first.
+    """(timestamp, user_id, text) of what a guild's members said in shared channels in [start, end), oldest first.
 
-    Opted-out members and channels that are not shared (private unless included, or excluded) are left out.
+    The read scope's summary input: no opted-out members, no private or excluded channels, no commands to the
+    bot and none of its replies.
     """
-    opted_out = select(UserOptOut.user_id).where(UserOptOut.guild_id == guild_id)
-    not_shared = select(ChannelPrivacy.channel_id).where(
-        ChannelPrivacy.guild_id == guild_id,
-        or_(ChannelPrivacy.mode == "exclude", and_(ChannelPrivacy.mode == "auto", ChannelPrivacy.is_private)),
-    )
     rows = await session.execute(
         select(ChatMessage.timestamp, ChatMessage.user_id, ChatMessage.message_text)
         .where(
-            ChatMessage.guild_id == guild_id,
+            scoping.clause(scoping.SUMMARY_INPUT, "chat_history", Scope(guild_id)),
             ChatMessage.timestamp >= start,
             ChatMessage.timestamp < end,
-            ChatMessage.user_id.not_in(opted_out),
-            ChatMessage.channel_id.not_in(not_shared),
         )
         .order_by(ChatMessage.timestamp, ChatMessage.message_id)
     )

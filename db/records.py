@@ -1,0 +1,125 @@
+"""The plain records every front end hands to storage (no discord.py, no ORM), and their normalisation.
+
+Text that databases refuse (NUL, lone surrogates), control characters, names longer than their column and
+IDs outside BIGINT are fixed or refused here, before a row can poison the batch it would travel in.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from enum import IntEnum
+
+# Not allowed in XML 1.0 (so not in a prompt's data elements), and never meaningful in chat: C0 controls
+# other than tab / newline / carriage return, lone surrogates, and the two non-characters U+FFFE / U+FFFF.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+NAME_CHARS = 100  # member_names columns
+MAX_ID = 2**63 - 1  # BIGINT; Discord snowflakes are far below it
+
+
+class Kind(IntEnum):
+    """What a stored message is, for the readers that must tell them apart."""
+
+    SPEECH = 0  # people talking: everything memory is built from
+    COMMAND = 1  # "remember / forget …" addressed to the bot: kept for the channel, never news in a summary
+    BOT = 2  # the bot's own reply: derived data, kept with its sources, never summarised or recalled
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingMessage:
+    """One guild message, as any front end (Discord, console, importer) hands it to memory."""
+
+    guild_id: int
+    channel_id: int
+    message_id: int
+    author_id: int
+    author_name: str
+    content: str
+    created_at: datetime
+    reply_to_id: int | None = None
+    mentioned_user_ids: tuple[int, ...] = field(default=())
+    author_username: str | None = None
+    edited_at: datetime | None = None
+    kind: Kind = Kind.SPEECH
+
+
+@dataclass(frozen=True, slots=True)
+class MessageEdit:
+    """New text for a stored message; only a newer edit than the stored one wins."""
+
+    message_id: int
+    content: str
+    edited_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class MessageDelete:
+    """One or many messages removed in Discord (bulk deletes arrive as one event)."""
+
+    message_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageKind:
+    """A stored message turned out to be a command to the bot (known only after routing it)."""
+
+    message_id: int
+    kind: Kind
+
+
+IngestOp = IncomingMessage | MessageEdit | MessageDelete | MessageKind
+
+
+class RefusedRecordError(ValueError):
+    """A record that cannot be stored as it is, whatever is done to its text; the message says why."""
+
+
+def clean(text: str) -> str:
+    """Text every store and prompt accepts: no NUL or other control characters, lone surrogates replaced."""
+    if text.isprintable():  # the common case: nothing to do, and cheap to find out
+        return text
+    return _CONTROL.sub("", _SURROGATE.sub("\ufffd", text))
+
+
+def valid_id(value: int | None, what: str) -> None:
+    """Refuse IDs a BIGINT column cannot hold (a snowflake is positive and below 2^63)."""
+    if value is not None and not 0 < value <= MAX_ID:
+        raise RefusedRecordError(f"{what} {value} is outside the range of a Discord ID")
+
+
+def _name(value: str | None) -> str | None:
+    return None if value is None else clean(value)[:NAME_CHARS]
+
+
+def normalised(op: IngestOp) -> IngestOp:
+    """`op` with text every database accepts; RefusedRecordError for IDs nothing can store."""
+    if isinstance(op, IncomingMessage):
+        for value, what in (
+            (op.guild_id, "guild id"),
+            (op.channel_id, "channel id"),
+            (op.message_id, "message id"),
+            (op.author_id, "author id"),
+            (op.reply_to_id, "reply id"),
+        ):
+            valid_id(value, what)
+        ok_mentions = tuple(m for m in op.mentioned_user_ids if 0 < m <= MAX_ID)
+        name, username, content = _name(op.author_name) or "", _name(op.author_username), clean(op.content)
+        if (name, username, content, ok_mentions) == (
+            op.author_name,
+            op.author_username,
+            op.content,
+            op.mentioned_user_ids,
+        ):
+            return op
+        return replace(op, author_name=name, author_username=username, content=content, mentioned_user_ids=ok_mentions)
+    if isinstance(op, MessageEdit):
+        valid_id(op.message_id, "message id")
+        content = clean(op.content)
+        return op if content == op.content else replace(op, content=content)
+    if isinstance(op, MessageDelete):
+        ids = tuple(i for i in op.message_ids if 0 < i <= MAX_ID)  # an impossible ID names no stored row
+        return op if len(ids) == len(op.message_ids) else MessageDelete(ids)
+    valid_id(op.message_id, "message id")
+    return op

@@ -1,0 +1,75 @@
+"""The read scope: which stored rows a reader may see. Written once here, composed into every read.
+
+A reader is always inside one guild, and usually in one channel or thread ("here"). It may see:
+- rows of its own guild only (`guild`);
+- nothing by members who opted out (`optout`);
+- messages of channels that feed guild-wide memory, and of the channel it is in (`channel`). A channel does
+  not feed memory when an admin excluded it, or (mode "auto") when @everyone cannot read it; a thread follows
+  its own type (a private thread is private) and inherits its parent channel's scope;
+- never the bot's own replies, which are derived data (`bot`); and summaries are only built from people's
+  speech, not from commands to the bot (`speech`).
+
+Each filter is a named SQL fragment over a table alias, so that queries written as text (full-text search)
+and queries built with SQLAlchemy Core use the very same words; tests remove each one in turn and watch a
+leak appear (tests/test_scope_filters.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import BigInteger, TextClause, bindparam, text
+
+from db.records import Kind
+
+_SCOPE_OF = """(cp.mode = 'exclude' OR (cp.mode = 'auto' AND (cp.is_private OR cp.parent_id IN (
+        SELECT pp.channel_id FROM channel_privacy AS pp WHERE pp.guild_id = :scope_guild
+          AND (pp.mode = 'exclude' OR (pp.mode = 'auto' AND pp.is_private)))))
+    )"""
+NOT_SHARED = f"SELECT cp.channel_id FROM channel_privacy AS cp WHERE cp.guild_id = :scope_guild AND {_SCOPE_OF}"
+OPTED_OUT = "SELECT o.user_id FROM user_optouts AS o WHERE o.guild_id = :scope_guild"
+
+# name -> fragment over a table alias `{t}`; every fragment holds on its own (tests drop one at a time).
+FILTERS: dict[str, str] = {
+    "guild": "{t}.guild_id = :scope_guild",
+    "optout": "{t}.user_id NOT IN (" + OPTED_OUT + ")",
+    "channel": "({t}.channel_id = :scope_here OR {t}.channel_id NOT IN (" + NOT_SHARED + "))",
+    "bot": f"{{t}}.kind != {int(Kind.BOT)}",
+    "speech": f"{{t}}.kind = {int(Kind.SPEECH)}",
+}
+# Which filters each kind of read applies.
+MESSAGES = ("guild", "optout", "channel", "bot")  # recall, vectors: what a question may find
+SUMMARY_INPUT = ("guild", "optout", "channel", "speech")  # what a summary is built from (here = None: shared only)
+DERIVED = ("guild", "optout")  # summaries, histories and rollups of members (built from shared speech only)
+GUILD = ("guild",)  # admin views of the whole guild: stats, a member's own export
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Who reads: a guild, and the channel or thread the question was asked in (None: guild-wide only)."""
+
+    guild_id: int
+    here: int | None = None
+
+
+def where(kind: tuple[str, ...], alias: str) -> str:
+    """The SQL condition of a kind of read over table alias `alias` (parameters :scope_guild, :scope_here)."""
+    return " AND ".join(FILTERS[name].format(t=alias) for name in kind)
+
+
+def params(scope: Scope) -> dict[str, int | None]:
+    """The values for the condition's parameters."""
+    return {"scope_guild": scope.guild_id, "scope_here": scope.here}
+
+
+def typed(query: TextClause, kind: tuple[str, ...]) -> TextClause:
+    """Declare the scope parameters' types on a text query (asyncpg needs them for NULL and comparisons)."""
+    names = {"scope_guild"} | ({"scope_here"} if "channel" in kind else set())
+    return query.bindparams(*(bindparam(name, type_=BigInteger()) for name in sorted(names)))
+
+
+def clause(kind: tuple[str, ...], alias: str, scope: Scope) -> TextClause:
+    """The condition as a bound SQLAlchemy clause, for Core queries (`select(...).where(clause(...))`)."""
+    values = params(scope)
+    names = ["scope_guild"] + (["scope_here"] if "channel" in kind else [])
+    return text(where(kind, alias)).bindparams(*(bindparam(n, values[n], type_=BigInteger()) for n in names))
