@@ -25,6 +25,10 @@ from db.engine import tune_sqlite
 from db.messages import BatchWriter
 from db.models import ChatMessage
 
+_INSERT = (
+    "INSERT INTO chat_history (message_id, guild_id, channel_id, user_id, message_text, timestamp, "
+    "edited_at, reply_to_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
 GUILD = 2**60
 
 
@@ -103,9 +107,7 @@ def raw_sqlite(path: Path, messages: list[IncomingMessage], *, rows_in_clock: bo
             for m in messages
         ]
     started = time.perf_counter()
-    statements = (
-        writer.prepare(messages) if rows_in_clock else [("INSERT INTO chat_history VALUES (?,?,?,?,?,?,?,?)", rows)]
-    )
+    statements = writer.prepare(messages) if rows_in_clock else [(_INSERT, rows)]
     conn.execute("BEGIN IMMEDIATE")
     for sql, batch in statements:
         conn.executemany(sql, batch)

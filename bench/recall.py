@@ -35,6 +35,10 @@ from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from bot.settings import Settings
 
+_INSERT = (
+    "INSERT INTO chat_history (message_id, guild_id, channel_id, user_id, message_text, timestamp, "
+    "edited_at, reply_to_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
 GUILD = 2**60 + 9000
 CHANNELS = [2**60 + 9100 + i for i in range(6)]
 NOW = datetime(2026, 11, 20, 18, 0, tzinfo=UTC)
@@ -203,11 +207,11 @@ def build(path: Path, total: int, days: int, seed: int, *, write: bool = True) -
                 )
             )
             if len(batch) == 20_000:
-                connection.executemany("INSERT INTO chat_history VALUES (?, ?, ?, ?, ?, ?, ?, ?)", batch)
+                connection.executemany(_INSERT, batch)
                 connection.commit()
                 bar.update(len(batch))
                 batch.clear()
-        connection.executemany("INSERT INTO chat_history VALUES (?, ?, ?, ?, ?, ?, ?, ?)", batch)
+        connection.executemany(_INSERT, batch)
         connection.commit()
         bar.update(len(batch))
     connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -40,7 +40,7 @@ async def open_app(settings: Settings, *, clock: Clock | None = None) -> AsyncIt
         llm = build_llm(settings, sessions=create_session_factory(engine))
         memory = MemoryManager(engine, settings, llm=llm, clock=clock, embedder=build_embedder(settings, llm))
         await memory.start()
-        turns = ModelTurns(llm, memory.names, settings, memory.window)
+        turns = ModelTurns(llm, memory, settings)
         responder = Responder(
             memory,
             router=turns.route,

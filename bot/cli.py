@@ -12,7 +12,6 @@ from typing import Any
 
 import click
 import discord
-from sqlalchemy import func, select
 
 from bot.app import open_app, run_discord
 from bot.console import run_console
@@ -23,8 +22,6 @@ from bot.settings import ConfigError, Settings, load_settings
 from db.deletion import rows_in_words
 from db.engine import create_engine
 from db.migrate import upgrade
-from db.models import ChatMessage
-from db.stats import guild_stats
 
 
 def _settings() -> Settings:
@@ -105,12 +102,7 @@ async def context(guild_id: int, user_id: int, at: datetime | None) -> None:
     async with open_app(settings.model_copy(update={"memory_wait_seconds": 600}), clock=clock) as app:
         known = await app.memory.get_memories(guild_id, user_id, now=when)
         if not known:
-            async with app.memory.sessions() as session:
-                last = await session.scalar(
-                    select(func.max(ChatMessage.timestamp)).where(
-                        ChatMessage.guild_id == guild_id, ChatMessage.user_id == user_id
-                    )
-                )
+            last = await app.memory.last_message_at(guild_id, user_id)
     if known:
         click.echo(known)
         return
@@ -121,9 +113,14 @@ async def context(guild_id: int, user_id: int, at: datetime | None) -> None:
 
 @main.command(name="import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--private", is_flag=True, help="The exported channels are ones @everyone cannot read.")
 @async_command
-async def import_(files: tuple[Path, ...]) -> None:
-    """Import DiscordChatExporter JSON exports (idempotent; a bad file is reported and stores nothing)."""
+async def import_(files: tuple[Path, ...], private: bool) -> None:
+    """Import DiscordChatExporter JSON exports (idempotent; a bad file is reported and stores nothing).
+
+    Private threads stay private; direct-message exports are refused. Exports do not say whether a channel is
+    private: pass --private for channels @everyone cannot read.
+    """
     settings = _settings()
     await _migrate(settings)
     failed = 0
@@ -131,13 +128,19 @@ async def import_(files: tuple[Path, ...]) -> None:
         for path in files:
             try:
                 result = await import_file(
-                    app.memory, path, include_bots=settings.ingest_other_bots, progress=sys.stderr.isatty()
+                    app.memory,
+                    path,
+                    include_bots=settings.ingest_other_bots,
+                    progress=sys.stderr.isatty(),
+                    bot_name=settings.bot_name,
+                    private=private,
                 )
             except ImportFileError as exc:
                 failed += 1
                 click.echo(f"Not imported: {exc}", err=True)
                 continue
             extra = f", {result.skipped_bots} from bots skipped" if result.skipped_bots else ""
+            extra += f", {result.skipped_notices} system notices skipped" if result.skipped_notices else ""
             click.echo(f"{path}: {result.messages:,} messages from #{result.channel} ({result.guild}){extra}")
     if failed:
         sys.exit(1)
@@ -150,8 +153,8 @@ async def stats(guild_id: int) -> None:
     """What is stored for a guild, and what the model cost in the last 24 hours."""
     settings = _settings()
     await _migrate(settings)
-    async with open_app(settings) as app, app.memory.sessions() as session:
-        figures = await guild_stats(session, guild_id, now=datetime.now(UTC))
+    async with open_app(settings) as app:
+        figures = await app.memory.stats(guild_id)
     for name, value in figures.items():
         click.echo(f"{name.replace('_', ' '):24} {value:,}")
 

@@ -6,17 +6,21 @@ Reads commands from a terminal (with a prompt) or from a pipe (plain output, for
 from __future__ import annotations
 
 import asyncio
+import itertools
+import random
 import re
 import sys
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TextIO
 
 from bot.app import App, open_app
-from bot.conversation import Request, address
+from bot.conversation import Request, address, is_command
 from bot.memory.clock import Clock, FakeClock
-from bot.memory.types import IncomingMessage
+from bot.memory.types import IncomingMessage, Kind
+from bot.responder import Answer
 from bot.settings import Settings
 
 GUILD = (1 << 60) + 4242
@@ -35,6 +39,13 @@ Type a message to say it as the current speaker. Talk to the bot by starting wit
   /quit           leave (Ctrl-D works too)"""
 
 
+def message_ids() -> Iterator[int]:
+    """Message IDs no earlier run used: snowflakes of the real time of start (the simulated clock may repeat)."""
+    discord_epoch_ms = 1_420_070_400_000
+    start = (int(datetime.now(UTC).timestamp() * 1000) - discord_epoch_ms) << 22
+    return itertools.count(start + random.randrange(1 << 16))
+
+
 def member_id(name: str) -> int:
     """A stable, snowflake-sized ID for a console member."""
     return (1 << 60) + 10_000 + zlib.crc32(name.casefold().encode())
@@ -51,6 +62,7 @@ class Console:
     speaker: str = "alice"
     reply_to: int | None = None
     lines: list[IncomingMessage] = field(default_factory=list)
+    ids: Iterator[int] = field(default_factory=message_ids)
 
     def say(self, text: str) -> None:
         """Print a line of output."""
@@ -98,14 +110,16 @@ class Console:
         content = re.sub(r"@([\w.-]+)", lambda m: self._mention(m.group(1)), text)
         replied = self.lines[self.reply_to - 1] if self.reply_to else None
         self.reply_to = None
-        message = await self._post(author, self.speaker, content, replied)
-        self.say(f"[{len(self.lines)}] {self.speaker}: {text}")
         addressed = address(
             content,
             bot_user_id=BOT_ID,
             bot_name=self.settings.bot_name,
             replied_to_bot=replied is not None and replied.author_id == BOT_ID,
         )
+        kind = Kind.COMMAND if addressed is not None and is_command(addressed) else Kind.SPEECH
+        message = self._line(author, self.speaker, content, replied, kind)
+        await self.app.memory.ingest_message(message)
+        self.say(f"[{len(self.lines)}] {self.speaker}: {text}")
         if addressed is None:
             return
         request = Request(
@@ -116,51 +130,49 @@ class Console:
             reply_to_text=replied.content if replied else None,
             channel_id=CHANNEL,
             message_id=message.message_id,
+            bot_user_id=BOT_ID,
         )
         await self.app.memory.flush()  # a simulation should be deterministic: what was said is stored first
+        answer: Answer | None = None
         try:
-            answer = (await self.app.responder.respond(request, is_admin=True)).text
+            answer = await self.app.responder.respond(request, is_admin=True)
+            text = answer.text
         except Exception as exc:  # noqa: BLE001 - the console shows the failure instead of dying
-            answer = f"Sorry, I couldn't think that through just now ({type(exc).__name__})."
-        await self._post(BOT_ID, self.settings.bot_name, answer, message)
-        self.say(f"[{len(self.lines)}] {self.settings.bot_name}: {answer}")
+            text = f"Sorry, I couldn't think that through just now ({type(exc).__name__})."
+        reply = self._line(BOT_ID, self.settings.bot_name, text, message, Kind.BOT)
+        if answer is not None:
+            await self.app.memory.record_reply(reply, members=answer.members, messages=answer.quoted)
+        self.say(f"[{len(self.lines)}] {self.settings.bot_name}: {text}")
 
     def _mention(self, name: str) -> str:
         if name.casefold() == self.settings.bot_name.casefold():
             return f"<@{BOT_ID}>"
         return f"<@{member_id(name)}>"
 
-    async def _post(self, author: int, name: str, content: str, replied: IncomingMessage | None) -> IncomingMessage:
+    def _line(
+        self, author: int, name: str, content: str, replied: IncomingMessage | None, kind: Kind
+    ) -> IncomingMessage:
         self.clock.advance(seconds=30)
         message = IncomingMessage(
             GUILD,
             CHANNEL,
-            (1 << 60) + 100_000 + len(self.lines),
+            next(self.ids),
             author,
             name,
             content,
             self.clock.now(),
             reply_to_id=replied.message_id if replied else None,
+            kind=kind,
         )
         self.lines.append(message)
-        await self.app.memory.ingest_message(message)
         return message
 
     async def _stats(self) -> None:
-        from sqlalchemy import func, select
-
-        from db.models import ChatMessage, DailySummary, LlmCall, UserFacts
-
-        await self.app.memory.flush()
-        async with self.app.memory.sessions() as session:
-            counts = [
-                await session.scalar(select(func.count()).select_from(t))
-                for t in (ChatMessage, UserFacts, DailySummary, LlmCall)
-            ]
+        figures = await self.app.memory.stats(GUILD)
         mode = "offline provider" if self.app.llm.is_offline else "Gemini"
         self.say(
-            f"(messages {counts[0]}, people with facts {counts[1]}, daily summaries {counts[2]}, "
-            f"LLM calls {counts[3]}; model: {mode})"
+            f"(messages {figures['messages']}, people with facts {figures['members_with_facts']}, daily summaries "
+            f"{figures['daily_summaries']}, LLM calls {figures['llm_calls_24h']}; model: {mode})"
         )
 
 
@@ -173,7 +185,7 @@ async def run_console(
     async with open_app(settings, clock=clock) as app:
         console = Console(app, settings, clock, out)
         for name in ("alice", "bob"):
-            app.memory.names.note(GUILD, member_id(name), name, name)
+            app.memory.note_name(GUILD, member_id(name), name, name)
         if interactive:
             mode = "offline provider (no GEMINI_API_KEY)" if app.llm.is_offline else "Gemini"
             console.say(f"Elefant console — a simulated guild, {mode}, database {settings.database_url}.")

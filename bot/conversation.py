@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
-from bot.memory.names import MENTION
 from bot.memory.recall import query_terms
+from bot.text import MENTION
 
 
 class Route(StrEnum):
@@ -37,6 +37,7 @@ class Request:
     channel_id: int | None = None
     message_id: int | None = None
     mentioned_user_ids: tuple[int, ...] = ()
+    bot_user_id: int | None = None  # who "this" is when someone replies to the bot itself
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +102,14 @@ def address(content: str, *, bot_user_id: int, bot_name: str, replied_to_bot: bo
     if replied_to_bot:
         return text
     return None
+
+
+def is_command(text: str) -> bool:
+    """Whether text addressed to the bot is a remember / forget request (known without resolving anyone)."""
+    text = text.strip()
+    if _RECALL_LEAD.match(text):
+        return False
+    return any(p.match(text) for p in (_REMEMBER_THIS, _REMEMBER, _FORGET))
 
 
 async def fast_route(request: Request, names: NameResolver) -> Decision | None:

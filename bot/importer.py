@@ -11,8 +11,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tqdm import tqdm
 
+from bot.conversation import address, is_command
 from bot.memory.manager import MemoryManager
-from bot.memory.types import IncomingMessage
+from bot.memory.types import IncomingMessage, Kind
+from bot.speech import EXPORT_SPEECH, spoken
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +33,10 @@ class ExportAuthor(_Model):
 
 
 class ExportReference(_Model):
-    """The message a reply points at."""
+    """The message a reply (or a forward) points at."""
 
     message_id: int | None = Field(default=None, alias="messageId")
+    type: str = "Default"  # "Forward" for forwarded messages
 
 
 class ExportMention(_Model):
@@ -42,30 +45,68 @@ class ExportMention(_Model):
     id: int
 
 
+class ExportFile(_Model):
+    """An attachment: its name is what memory keeps of it."""
+
+    file_name: str = Field(default="", alias="fileName")
+
+
+class ExportSticker(_Model):
+    """A sticker: its name is what memory keeps of it."""
+
+    name: str = ""
+
+
+class ExportForward(_Model):
+    """The message a forward carries."""
+
+    content: str = ""
+    attachments: list[ExportFile] = []
+
+
 class ExportMessage(_Model):
     """One exported message."""
 
     id: int
+    type: str = "Default"
     timestamp: datetime
     timestamp_edited: datetime | None = Field(default=None, alias="timestampEdited")
     content: str = ""
     author: ExportAuthor
     mentions: list[ExportMention] = []
     reference: ExportReference | None = None
+    attachments: list[ExportFile] = []
+    stickers: list[ExportSticker] = []
+    forwarded: ExportForward | None = Field(default=None, alias="forwardedMessage")
+
+    def speech(self) -> str:
+        """The words memory keeps (files, stickers and forwarded text included); "" for a system notice."""
+        if self.type not in EXPORT_SPEECH:
+            return ""
+        forward = self.forwarded
+        return spoken(
+            self.content,
+            files=[a.file_name for a in self.attachments],
+            stickers=[s.name for s in self.stickers],
+            forwarded=forward.content if forward is not None else None,
+            forwarded_files=[a.file_name for a in forward.attachments] if forward is not None else (),
+        )
 
 
 class ExportGuild(_Model):
-    """The guild an export comes from."""
+    """The guild an export comes from ("0" for direct messages)."""
 
     id: int
     name: str = ""
 
 
 class ExportChannel(_Model):
-    """The channel an export comes from."""
+    """The channel an export comes from; for a thread, `categoryId` is its parent channel."""
 
     id: int
     name: str = ""
+    type: str = "GuildTextChat"
+    category_id: int | None = Field(default=None, alias="categoryId")
 
 
 class Export(_Model):
@@ -89,12 +130,15 @@ class ImportResult:
     channel: str
     messages: int
     skipped_bots: int
+    skipped_notices: int = 0  # joins, pins, calls …: not speech
+    guild_id: int = 0
+    private: bool = False
 
 
 def read_export(path: Path) -> Export:
     """Parse and validate a whole file before anything is stored, so a bad file stores nothing."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(path.read_text(encoding="utf-8-sig"))  # a BOM is fine
     except OSError as exc:
         raise ImportFileError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -107,29 +151,71 @@ def read_export(path: Path) -> Export:
         raise ImportFileError(f"{path}: is not a DiscordChatExporter JSON export: {where}: {first['msg']}") from exc
 
 
-async def import_file(memory: MemoryManager, path: Path, *, include_bots: bool, progress: bool) -> ImportResult:
-    """Store every message of one export (a second import of the same file adds nothing)."""
+DIRECT = frozenset({"DirectTextChat", "DirectGroupTextChat"})
+PRIVATE_THREAD = "GuildPrivateThread"
+THREADS = frozenset({"GuildPublicThread", PRIVATE_THREAD, "GuildNewsThread"})
+
+
+def _refuse_direct(path: Path, export: Export) -> None:
+    if export.guild.id == 0 or export.channel.type in DIRECT:
+        raise ImportFileError(
+            f"{path}: is an export of direct messages; Elefant only keeps what is said in servers, so nothing "
+            "was imported"
+        )
+
+
+async def import_file(
+    memory: MemoryManager,
+    path: Path,
+    *,
+    include_bots: bool,
+    progress: bool,
+    bot_name: str = "Elefant",
+    private: bool = False,
+) -> ImportResult:
+    """Store every message people wrote in one export (a second import of the same file adds nothing).
+
+    A private thread stays private (only visible inside itself), a thread inherits its parent channel's scope,
+    and `private` marks the exported channel as one @everyone cannot read (exports do not say).
+    """
     export = read_export(path)
-    skipped = 0
-    guild_id, channel_id = export.guild.id, export.channel.id
+    _refuse_direct(path, export)
+    guild_id, channel = export.guild.id, export.channel
+    thread = channel.type in THREADS
+    is_private = private or channel.type == PRIVATE_THREAD
+    await memory.observe_channel(
+        guild_id,
+        channel.id,
+        is_private=is_private,
+        parent_id=channel.category_id if thread else None,
+        channel_type=channel.type,
+    )
+    skipped = notices = 0
     for m in tqdm(export.messages, desc=path.name, unit="msg", disable=not progress, leave=False):
         if m.author.is_bot and not include_bots:
             skipped += 1
             continue
+        text = m.speech()
+        if not text:
+            notices += 1
+            continue
+        addressed = address(m.content, bot_user_id=0, bot_name=bot_name, replied_to_bot=False)
         await memory.ingest_message(
             IncomingMessage(
                 guild_id=guild_id,
-                channel_id=channel_id,
+                channel_id=channel.id,
                 message_id=m.id,
                 author_id=m.author.id,
                 author_name=m.author.nickname or m.author.name,
                 author_username=m.author.name,
-                content=m.content,
+                content=text,
                 created_at=m.timestamp,
                 edited_at=m.timestamp_edited,
-                reply_to_id=m.reference.message_id if m.reference else None,
+                reply_to_id=m.reference.message_id if m.reference and m.reference.type != "Forward" else None,
                 mentioned_user_ids=tuple(x.id for x in m.mentions),
+                kind=Kind.COMMAND if addressed is not None and is_command(addressed) else Kind.SPEECH,
             )
         )
     await memory.flush()
-    return ImportResult(path, export.guild.name, export.channel.name, len(export.messages) - skipped, skipped)
+    stored = len(export.messages) - skipped - notices
+    return ImportResult(path, export.guild.name, channel.name, stored, skipped, notices, guild_id, is_private)

@@ -3,38 +3,42 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from bot.conversation import Decision, Request, Route
 from bot.llm.client import LLM
 from bot.llm.prompts import transcript, when
 from bot.llm.schemas import RouteDecision
-from bot.memory.names import MENTION, NameDirectory
-from bot.memory.window import ChannelWindow
 from bot.settings import Settings
+from bot.text import MENTION
+
+if TYPE_CHECKING:
+    from bot.memory.manager import MemoryManager
 
 
 class ModelTurns:
-    """Routes with the `route` prompt and answers with the `chat` prompt."""
+    """Routes with the `route` prompt and answers with the `chat` prompt; the time and zone are the guild's."""
 
-    def __init__(self, llm: LLM, names: NameDirectory, settings: Settings, window: ChannelWindow | None = None) -> None:
+    def __init__(self, llm: LLM, memory: MemoryManager, settings: Settings) -> None:
         self._llm = llm
-        self._names = names
+        self._memory = memory
         self._settings = settings
-        self._window = window
+
+    def _when(self, guild_id: int) -> dict[str, str]:
+        return when(self._memory.now(), self._memory.zone(guild_id))
 
     async def route(self, request: Request) -> Decision:
         """Ask the model what the message wants (any language); subjects are resolved like the fast path."""
         if self._llm.is_offline:
             return Decision(Route.CHAT)
-        author = await self._names.name(request.guild_id, request.author_id)
+        author = await self._memory.name(request.guild_id, request.author_id)
         result = await self._llm.run(
             "route",
             {
                 "bot_name": self._settings.bot_name,
                 "author": author,
                 "message": request.text,
-                **when(datetime.now(UTC), self._settings.default_timezone),
+                **self._when(request.guild_id),
             },
             schema=RouteDecision,
             temperature=0,
@@ -50,37 +54,36 @@ class ModelTurns:
             return Decision(route, request.author_id, fact)
         if mention := MENTION.fullmatch(subject):
             return Decision(route, int(mention.group(1)), fact)
-        found = await self._names.resolve(request.guild_id, subject)
+        found = await self._memory.resolve(request.guild_id, subject)
         if len(found) == 1:
             return Decision(route, found[0], fact)
         return Decision(route, None, fact, tuple(found), None if found else subject)
 
     async def chat(self, request: Request, memory: str | None) -> str:
         """A reply in the bot's voice, with what it remembers about the author."""
-        zone = self._settings.default_timezone
-        author = await self._names.name(request.guild_id, request.author_id)
+        author = await self._memory.name(request.guild_id, request.author_id)
         lines = []
-        if self._window is not None and request.channel_id is not None:
+        if request.channel_id is not None:
             # Only this channel's own conversation: a private channel's talk never leaves it.
-            lines = self._window.recent(
+            lines = self._memory.channel_lines(
                 request.guild_id,
                 request.channel_id,
                 budget_tokens=self._settings.chat_window_tokens,
                 before=request.message_id,
             )
             lines = [
-                replace(line, content=await self._names.render_mentions(request.guild_id, line.content))
+                replace(line, content=await self._memory.render_mentions(request.guild_id, line.content))
                 for line in lines
             ]
         result = await self._llm.run(
             "chat",
             {
                 "bot_name": self._settings.bot_name,
-                **when(datetime.now(UTC), zone),
+                **self._when(request.guild_id),
                 "author": author,
                 "memory": memory or "",
                 "channel_xml": transcript(lines),
-                "message": await self._names.render_mentions(request.guild_id, request.text),
+                "message": await self._memory.render_mentions(request.guild_id, request.text),
             },
             guild_id=request.guild_id,
         )

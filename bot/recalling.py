@@ -11,8 +11,8 @@ from datetime import datetime
 
 from bot.conversation import Request
 from bot.memory.manager import MemoryManager
-from bot.memory.names import MENTION
 from bot.memory.recall import Hit, query_terms
+from bot.text import MENTION
 
 CITED = 5
 SNIPPET_CHARS = 300
@@ -26,7 +26,7 @@ async def find(
     text = MENTION.sub(" ", request.text)
     people: dict[int, set[str]] = {int(m): set() for m in MENTION.findall(request.text)}
     for word in query_terms(text):
-        found = await memory.names.resolve(guild_id, word)
+        found = await memory.resolve(guild_id, word)
         if len(found) == 1:
             people.setdefault(found[0], set()).add(word)
     return await memory.recall(guild_id, text, channel_id=request.channel_id, now=now, limit=limit, authors=people)
@@ -34,8 +34,8 @@ async def find(
 
 async def cite(memory: MemoryManager, hit: Hit, now: datetime) -> str:
     """'2026-10-03, 7 weeks ago — Bob: “…” <link>' (names rendered, nothing that pings)."""
-    name = await memory.names.name(hit.guild_id, hit.user_id)
-    body = await memory.names.render_mentions(hit.guild_id, hit.text, at=False)
+    name = await memory.name(hit.guild_id, hit.user_id)
+    body = await memory.render_mentions(hit.guild_id, hit.text, at=False)
     body = body if len(body) <= SNIPPET_CHARS else body[: SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + "…"
     when = hit.label(now, memory.zone(hit.guild_id))
     if hit.kind == "summary":

@@ -7,28 +7,34 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot import recalling
 from bot.conversation import Decision, Request, Route, fast_route, third_person
 from bot.memory.budget import Section, assemble
 from bot.memory.facts import FactChange
 from bot.memory.manager import MemoryManager
-from bot.memory.names import MENTION
+from bot.text import MENTION
 
 log = logging.getLogger(__name__)
 
+NOT_ABOUT_ME = (
+    "That's something I said, and I only keep facts about the people here. Say whom it is about, e.g. "
+    "“remember this about @Ana”, or write the fact yourself."
+)
 Router = Callable[[Request], Awaitable[Decision]]
 Chatter = Callable[[Request, str | None], Awaitable[str]]
 
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """What the bot says back, and what (if anything) it changed."""
+    """What the bot says back, what (if anything) it changed, and whose data and which messages it used."""
 
     text: str
     route: Route
     change: FactChange | None = None
+    members: frozenset[int] = frozenset()  # whose facts, context or messages the answer carries
+    quoted: frozenset[int] = frozenset()  # stored messages it quotes (recall)
 
 
 class Responder:
@@ -51,79 +57,107 @@ class Responder:
 
     async def respond(self, request: Request, *, is_admin: bool = False) -> Answer:
         """Answer one message addressed to the bot."""
-        decision = await fast_route(request, self._memory.names)
+        answer = await self._respond(request, is_admin)
+        if answer.route in {Route.REMEMBER, Route.FORGET} and request.message_id is not None:
+            await self._memory.mark_command(request.message_id)  # a request to the bot is no news for summaries
+        return replace(answer, members=answer.members | {request.author_id})
+
+    async def _respond(self, request: Request, is_admin: bool) -> Answer:
+        decision = await fast_route(request, self._memory)
         if decision is None:
             decision = await self._router(request) if self._router else Decision(Route.CHAT)
         if decision.needs_subject:
             return Answer(await self._which_one(request, decision), decision.route)
         if decision.route in {Route.REMEMBER, Route.FORGET}:
-            if not self._allowed(request, decision, is_admin):
-                return Answer(
-                    "Only the person themselves or an admin can change what I remember about someone.", decision.route
-                )
+            if refusal := self._refusal(request, decision, is_admin):
+                return Answer(refusal, decision.route)
             return await self._change_facts(request, decision)
         if decision.route is Route.ABOUT:
-            return Answer(await self._about(request, decision.subject_id), Route.ABOUT)  # type: ignore[arg-type]
+            subject = decision.subject_id
+            assert subject is not None
+            return Answer(await self._about(request, subject), Route.ABOUT, members=frozenset({subject}))
         if decision.route is Route.RECALL:
-            return Answer(await self._recall(request), Route.RECALL)
-        return Answer(await self._chatter(request, await self._chat_memory(request)), Route.CHAT)
+            return await self._recall(request)
+        memory, members = await self._chat_memory(request)
+        return Answer(await self._chatter(request, memory), Route.CHAT, members=members)
 
-    async def _chat_memory(self, request: Request) -> str | None:
-        """The author's context, plus the facts of everyone the message mentions."""
-        parts = []
+    async def _chat_memory(self, request: Request) -> tuple[str | None, frozenset[int]]:
+        """The author's context, plus the facts of everyone the message mentions; and whose data that is."""
+        parts, members = [], {request.author_id}
         if mine := await self._memory.get_memories(request.guild_id, request.author_id):
             parts.append(mine)
         mentioned = {int(m) for m in MENTION.findall(request.text)} | set(request.mentioned_user_ids)
         for user_id in sorted(mentioned - {request.author_id}):
             if facts := await self._memory.facts(request.guild_id, user_id):
-                name = await self._memory.names.name(request.guild_id, user_id)
+                name = await self._memory.name(request.guild_id, user_id)
                 parts.append(f"About {name}: {facts}")
-        return "\n".join(parts) or None
+                members.add(user_id)
+        return "\n".join(parts) or None, frozenset(members)
 
-    async def _recall(self, request: Request) -> str:
+    async def _recall(self, request: Request) -> Answer:
         """Search the past; with a model, answer from what was found; always cite date, author and link."""
-        now = self._memory.clock.now()
+        now = self._memory.now()
         hits = await recalling.find(self._memory, request, now=now)
         if not hits:
-            return "I couldn't find anything about that in what I've kept from this server."
+            return Answer("I couldn't find anything about that in what I've kept from this server.", Route.RECALL)
         sources = [await recalling.cite(self._memory, hit, now) for hit in hits]
+        members = frozenset(hit.user_id for hit in hits)
+        quoted = frozenset(hit.message_id for hit in hits if hit.message_id is not None)
         listed = "\n".join(f"• {line}" for line in sources)
         if self._recall_chatter is None:
-            return f"Here is what I found:\n{listed}"
+            return Answer(f"Here is what I found:\n{listed}", Route.RECALL, members=members, quoted=quoted)
         known = await self._memory.facts(request.guild_id, request.author_id) or ""
         memory = assemble(
             [Section("Facts", known, guaranteed=True), Section("Recalled", items=sources, share=1.0)],
             self._memory.settings.context_token_budget,
         )
         reply = await self._recall_chatter(request, memory)
-        return f"{reply}\n\nSources:\n" + "\n".join(f"• {line}" for line in sources[:3])
+        text = f"{reply}\n\nSources:\n" + "\n".join(f"• {line}" for line in sources[:3])
+        return Answer(text, Route.RECALL, members=members, quoted=quoted)
 
-    def _allowed(self, request: Request, decision: Decision, is_admin: bool) -> bool:
-        return self._policy == "anyone" or is_admin or decision.subject_id == request.author_id
+    def _refusal(self, request: Request, decision: Decision, is_admin: bool) -> str | None:
+        """Why a facts change may not happen, or None."""
+        if decision.subject_id is not None and decision.subject_id == request.bot_user_id:
+            return NOT_ABOUT_ME
+        if self._policy == "anyone" or is_admin or decision.subject_id == request.author_id:
+            return None
+        return "Only the person themselves or an admin can change what I remember about someone."
 
     async def _change_facts(self, request: Request, decision: Decision) -> Answer:
         if not (decision.fact or "").strip():
             return Answer("What should I remember? Try: remember that Ana is vegetarian.", decision.route)
         subject_id = decision.subject_id
         assert subject_id is not None
-        names = self._memory.names
-        name = await names.name(request.guild_id, subject_id)
-        fact = await names.render_mentions(request.guild_id, decision.fact or "", at=False)
+        memory = self._memory
+        name = await memory.name(request.guild_id, subject_id)
+        fact = await memory.render_mentions(request.guild_id, decision.fact or "", at=False)
         # Facts are kept in the third person: "I" and "my" mean whoever wrote the words.
         speaker_id = decision.speaker_id or request.author_id
-        fact = third_person(fact, name if speaker_id == subject_id else await names.name(request.guild_id, speaker_id))
+        fact = third_person(fact, name if speaker_id == subject_id else await memory.name(request.guild_id, speaker_id))
+        about = frozenset({subject_id})
         if decision.route is Route.REMEMBER:
-            change = await self._memory.remember(request.guild_id, subject_id, fact, requested_by=request.author_id)
-            stored = await names.render_mentions(request.guild_id, change.after, at=False)
-            return Answer(f"Got it. What I know about {name} now:\n{stored}", Route.REMEMBER, change)
-        change = await self._memory.forget(request.guild_id, subject_id, fact, requested_by=request.author_id)
+            change = await memory.remember(request.guild_id, subject_id, fact, requested_by=request.author_id)
+            stored = await memory.render_mentions(request.guild_id, change.after, at=False)
+            return Answer(f"Got it. What I know about {name} now:\n{stored}", Route.REMEMBER, change, members=about)
+        change = await memory.forget(request.guild_id, subject_id, fact, requested_by=request.author_id)
         if not change.found:
             return Answer(f"I had nothing like that about {name}, so nothing changed.", Route.FORGET, change)
-        remaining = change.after or "nothing"
-        return Answer(f"Done, I forgot that. What I still know about {name}: {remaining}", Route.FORGET, change)
+        remaining = await memory.render_mentions(request.guild_id, change.after, at=False) or "nothing"
+        n = change.redacted
+        where = (
+            f" I also removed it from {n} stored message{'s' if n != 1 else ''} and summaries that said it."
+            if n
+            else ""
+        )
+        return Answer(
+            f"Done, I forgot that.{where} What I still know about {name}: {remaining}",
+            Route.FORGET,
+            change,
+            members=about,
+        )
 
     async def _about(self, request: Request, subject_id: int) -> str:
-        name = await self._memory.names.name(request.guild_id, subject_id)
+        name = await self._memory.name(request.guild_id, subject_id)
         known = await self._memory.describe(request.guild_id, subject_id)
         if not known:
             return f"I don't know anything about {name} yet."
@@ -131,7 +165,7 @@ class Responder:
 
     async def _which_one(self, request: Request, decision: Decision) -> str:
         if decision.candidates:
-            names = await self._memory.names.names(request.guild_id, set(decision.candidates))
+            names = await self._memory.display_names(request.guild_id, set(decision.candidates))
             listed = ", ".join(f"{names.get(c, 'someone')} (…{str(c)[-4:]})" for c in decision.candidates)
             return f"Several people here go by that name: {listed}. Mention the one you mean with @."
         if decision.unknown_name:

@@ -13,7 +13,7 @@ import snowballstemmer
 
 from db.records import clean
 
-__all__ = ["MENTION", "STOPWORDS", "WORD", "clean", "content_stems", "remove_statement", "stem"]
+__all__ = ["MENTION", "STOPWORDS", "WORD", "clean", "content_stems", "remove_statement", "states", "stem"]
 
 MENTION = re.compile(r"<@!?(\d{15,20})>")
 WORD = re.compile(r"\w+", re.UNICODE)
@@ -46,6 +46,20 @@ def content_stems(text: str, *, drop: frozenset[str] = frozenset()) -> set[str]:
     return {stem(w) for w in WORD.findall(text.casefold()) if len(w) > 1 and w not in STOPWORDS and w not in drop}
 
 
+def _same_word(a: str, b: str) -> bool:
+    # Stems of one word family can differ ("allergic" → allerg, "allergy" → allergi): a shared start of four
+    # letters or more, one stem being the start of the other, counts as the same word.
+    return a == b or (min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a)))
+
+
+def states(text: str, target: set[str]) -> bool:
+    """Whether `text` contains every content stem of `target` (a statement to forget)."""
+    if not target:
+        return False
+    stems = content_stems(text)
+    return all(t in stems or any(_same_word(t, s) for s in stems) for t in target)
+
+
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
 _CLAUSE = re.compile(r",?\s+(?:and|but|while|plus|also)\s+|,\s+|\s+-\s+", re.I)
 
@@ -66,12 +80,12 @@ def remove_statement(text: str, target: set[str], *, subject: str = "") -> tuple
     kept_sentences: list[str] = []
     removed = False
     for sentence in (s for s in _SENTENCE_END.split(text.strip()) if s.strip()):
-        if not target <= content_stems(sentence):
+        if not states(sentence, target):
             kept_sentences.append(sentence)
             continue
         removed = True
         clauses = _clauses(sentence.rstrip(".!?; "))
-        hit = [target <= content_stems(c) for c in clauses]
+        hit = [states(c, target) for c in clauses]
         if not any(hit) or all(hit):
             continue  # stated across its clauses, or in all of them: the sentence goes
         rest = [c.strip() for c, h in zip(clauses, hit, strict=True) if not h]

@@ -1,40 +1,56 @@
 """Deleting for real: a member's, a channel's, a period's or a guild's rows from every table that holds them.
 
-Summaries are derived from messages, so when messages go, every summary built from those days goes too
-(they are recomputed lazily, without the deleted messages).
+Everything derived from deleted messages goes with them: the summaries of every day they fed (recomputed
+lazily, without them), histories and rollups over those days, stored vectors, the bot's own replies that
+quoted them or were built from a deleted member's data, and dead letters. Run each deletion inside one
+transaction that also holds the guild's lock and logs the change (bot/memory/manager.py does).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import date, datetime, timedelta
 
-from sqlalchemy import Date, and_, cast, delete, func, or_, select, update
+from sqlalchemy import Date, Select, and_, cast, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from db.models import (
-    ChannelPrivacy,
     ChatMessage,
     DailySummary,
+    DeadLetter,
     Embedding,
     FactRevision,
-    GuildSettings,
     HistoricalSummary,
     LlmCall,
     MemberName,
+    ReplySource,
     Rollup,
     UserFacts,
-    UserOptOut,
 )
 
 HISTORY_DAYS = 7  # a historical summary ending on day D covers the six days before it
 Deletion = Callable[[AsyncSession], Awaitable[Counter[str]]]
+# What `purge all` keeps: how the guild wants to be remembered, not what it said (privacy must survive a purge).
+GUILD_CONFIGURATION = ("channel_privacy", "user_optouts", "guild_settings")
+
+
+def _count(counts: Counter[str], name: str, result: object) -> None:
+    counts[name] += int(getattr(result, "rowcount", 0) or 0)
+
+
+def utc_days(moments: Iterable[datetime]) -> set[date]:
+    """The UTC days of some moments, widened by a day each way (a day in any time zone overlaps one of them)."""
+    days: set[date] = set()
+    for moment in moments:
+        day = moment.date()
+        days |= {day - timedelta(days=1), day, day + timedelta(days=1)}
+    return days
 
 
 async def _days(session: AsyncSession, where: ColumnElement[bool]) -> set[date]:
-    """UTC calendar days that have messages matching `where` (a day in any zone overlaps one of these ± 1)."""
+    """UTC calendar days (± 1) that have messages matching `where`."""
     if session.bind.dialect.name == "sqlite":  # type: ignore[union-attr]
         day_of = func.date(ChatMessage.timestamp)  # stored as naive-UTC text
     else:
@@ -47,29 +63,61 @@ async def _days(session: AsyncSession, where: ColumnElement[bool]) -> set[date]:
     return days
 
 
-async def _drop_embeddings(session: AsyncSession, guild_id: int, counts: Counter[str]) -> None:
-    """Embeddings are a cache derived from message texts: any deletion in a guild drops the guild's."""
-    result = await session.execute(delete(Embedding).where(Embedding.guild_id == guild_id))
-    counts["embeddings"] += result.rowcount  # type: ignore[attr-defined]
-
-
-async def _drop_summaries_of(session: AsyncSession, guild_id: int, days: set[date], counts: Counter[str]) -> None:
-    await _drop_embeddings(session, guild_id, counts)
+async def drop_derived(session: AsyncSession, guild_id: int, days: set[date], counts: Counter[str]) -> None:
+    """Everything built from a guild's messages of `days`: summaries, histories over them, rollups, vectors."""
+    # Embeddings are a cache of message texts: any change in a guild drops the guild's.
+    _count(counts, "embeddings", await session.execute(delete(Embedding).where(Embedding.guild_id == guild_id)))
     if not days:
         return
-    result = await session.execute(
-        delete(DailySummary).where(DailySummary.guild_id == guild_id, DailySummary.day.in_(days))
+    _count(
+        counts,
+        "daily_summaries",
+        await session.execute(
+            delete(DailySummary).where(DailySummary.guild_id == guild_id, DailySummary.day.in_(days))
+        ),
     )
-    counts["daily_summaries"] += result.rowcount  # type: ignore[attr-defined]
     ends = {d + timedelta(days=k) for d in days for k in range(1, HISTORY_DAYS + 1)}
-    result = await session.execute(
-        delete(HistoricalSummary).where(HistoricalSummary.guild_id == guild_id, HistoricalSummary.end_date.in_(ends))
+    _count(
+        counts,
+        "historical_summaries",
+        await session.execute(
+            delete(HistoricalSummary).where(
+                HistoricalSummary.guild_id == guild_id, HistoricalSummary.end_date.in_(ends)
+            )
+        ),
     )
-    counts["historical_summaries"] += result.rowcount  # type: ignore[attr-defined]
-    # Rollups are built from daily summaries: any week or month containing an affected day goes too.
     overlaps = or_(*(and_(Rollup.start_date <= d, Rollup.end_date > d) for d in days))
-    result = await session.execute(delete(Rollup).where(Rollup.guild_id == guild_id, overlaps))
-    counts["rollups"] += result.rowcount  # type: ignore[attr-defined]
+    _count(counts, "rollups", await session.execute(delete(Rollup).where(Rollup.guild_id == guild_id, overlaps)))
+
+
+async def drop_replies(
+    session: AsyncSession,
+    guild_id: int,
+    *,
+    user_id: int | None = None,
+    messages: Select[tuple[int]] | list[int] | None = None,
+    counts: Counter[str],
+) -> None:
+    """The bot's stored replies built from a member's data or quoting the given messages, and their sources."""
+    conditions = []
+    if user_id is not None:
+        conditions.append(ReplySource.user_id == user_id)
+    if messages is not None:
+        conditions.append(ReplySource.message_id.in_(messages))
+    if not conditions:
+        return
+    replies = select(ReplySource.reply_id).where(ReplySource.guild_id == guild_id, or_(*conditions))
+    reply_ids = list((await session.scalars(replies.distinct())).all())
+    if reply_ids:
+        _count(
+            counts,
+            "bot_replies",
+            await session.execute(
+                delete(ChatMessage).where(ChatMessage.guild_id == guild_id, ChatMessage.message_id.in_(reply_ids))
+            ),
+        )
+    gone = ReplySource.reply_id.in_(reply_ids) if reply_ids else ReplySource.reply_id.is_(None)
+    await session.execute(delete(ReplySource).where(ReplySource.guild_id == guild_id, or_(gone, *conditions)))
 
 
 def delete_member(*, guild_id: int, user_id: int) -> Deletion:
@@ -81,44 +129,74 @@ async def _delete_member(session: AsyncSession, guild_id: int, user_id: int) -> 
     """Everything about one member in one guild: messages, facts, revisions, names, summaries built on them."""
     counts: Counter[str] = Counter()
     days = await _days(session, and_(ChatMessage.guild_id == guild_id, ChatMessage.user_id == user_id))
-    await _drop_summaries_of(session, guild_id, days, counts)
+    await drop_derived(session, guild_id, days, counts)
+    their_messages = select(ChatMessage.message_id).where(
+        ChatMessage.guild_id == guild_id, ChatMessage.user_id == user_id
+    )
+    await drop_replies(session, guild_id, user_id=user_id, messages=their_messages, counts=counts)
     # Their own summaries on any day, too (they may appear in a day only through others' messages).
     for model, name in (
         (DailySummary, "daily_summaries"),
         (HistoricalSummary, "historical_summaries"),
         (Rollup, "rollups"),
     ):
-        result = await session.execute(delete(model).where(model.guild_id == guild_id, model.user_id == user_id))
-        counts[name] += result.rowcount  # type: ignore[attr-defined]
+        _count(
+            counts,
+            name,
+            await session.execute(delete(model).where(model.guild_id == guild_id, model.user_id == user_id)),
+        )
     # Changes they asked for about others stay (they are the other member's data) but no longer name them.
-    result = await session.execute(
-        update(FactRevision)
-        .where(FactRevision.guild_id == guild_id, FactRevision.requested_by == user_id)
-        .values(requested_by=0)
+    _count(
+        counts,
+        "fact_revisions_unattributed",
+        await session.execute(
+            update(FactRevision)
+            .where(FactRevision.guild_id == guild_id, FactRevision.requested_by == user_id)
+            .values(requested_by=0)
+        ),
     )
-    counts["fact_revisions_unattributed"] += result.rowcount  # type: ignore[attr-defined]
     for model, name, column in (
         (ChatMessage, "chat_history", ChatMessage.user_id),
         (UserFacts, "user_facts", UserFacts.user_id),
         (FactRevision, "fact_revisions", FactRevision.user_id),
         (MemberName, "member_names", MemberName.user_id),
+        (DeadLetter, "dead_letters", DeadLetter.user_id),
     ):
-        result = await session.execute(delete(model).where(model.guild_id == guild_id, column == user_id))
-        counts[name] += result.rowcount  # type: ignore[attr-defined]
+        _count(counts, name, await session.execute(delete(model).where(model.guild_id == guild_id, column == user_id)))
     return counts
 
 
 def delete_channel(*, guild_id: int, channel_id: int) -> Deletion:
     """Bind the deletion to its target; run it with a session."""
-    return lambda session: _delete_channel(session, guild_id, channel_id)
+    return lambda session: _delete_messages(
+        session,
+        guild_id,
+        and_(ChatMessage.guild_id == guild_id, ChatMessage.channel_id == channel_id),
+        DeadLetter.channel_id == channel_id,
+    )
 
 
-async def _delete_channel(session: AsyncSession, guild_id: int, channel_id: int) -> Counter[str]:
-    """A channel's messages and every summary built from its days."""
+def delete_before(*, guild_id: int, before: datetime) -> Deletion:
+    """Bind the deletion to its target; run it with a session."""
+    return lambda session: _delete_messages(
+        session,
+        guild_id,
+        and_(ChatMessage.guild_id == guild_id, ChatMessage.timestamp < before),
+        DeadLetter.at < before,
+    )
+
+
+async def _delete_messages(
+    session: AsyncSession, guild_id: int, where: ColumnElement[bool], dead: ColumnElement[bool]
+) -> Counter[str]:
+    """Some messages of a guild, everything derived from them, and the dead letters of the same span."""
     counts: Counter[str] = Counter()
-    where = and_(ChatMessage.guild_id == guild_id, ChatMessage.channel_id == channel_id)
-    await _drop_summaries_of(session, guild_id, await _days(session, where), counts)
-    counts["chat_history"] += (await session.execute(delete(ChatMessage).where(where))).rowcount  # type: ignore[attr-defined]
+    await drop_derived(session, guild_id, await _days(session, where), counts)
+    await drop_replies(session, guild_id, messages=select(ChatMessage.message_id).where(where), counts=counts)
+    _count(counts, "chat_history", await session.execute(delete(ChatMessage).where(where)))
+    _count(
+        counts, "dead_letters", await session.execute(delete(DeadLetter).where(DeadLetter.guild_id == guild_id, dead))
+    )
     return counts
 
 
@@ -131,21 +209,7 @@ async def _drop_channel_summaries(session: AsyncSession, guild_id: int, channel_
     """The summaries of every day a channel has messages (its privacy changed; its messages stay)."""
     counts: Counter[str] = Counter()
     where = and_(ChatMessage.guild_id == guild_id, ChatMessage.channel_id == channel_id)
-    await _drop_summaries_of(session, guild_id, await _days(session, where), counts)
-    return counts
-
-
-def delete_before(*, guild_id: int, before: datetime) -> Deletion:
-    """Bind the deletion to its target; run it with a session."""
-    return lambda session: _delete_before(session, guild_id, before)
-
-
-async def _delete_before(session: AsyncSession, guild_id: int, before: datetime) -> Counter[str]:
-    """Messages older than `before`, and the summaries of those days."""
-    counts: Counter[str] = Counter()
-    where = and_(ChatMessage.guild_id == guild_id, ChatMessage.timestamp < before)
-    await _drop_summaries_of(session, guild_id, await _days(session, where), counts)
-    counts["chat_history"] += (await session.execute(delete(ChatMessage).where(where))).rowcount  # type: ignore[attr-defined]
+    await drop_derived(session, guild_id, await _days(session, where), counts)
     return counts
 
 
@@ -155,7 +219,7 @@ def delete_guild(*, guild_id: int) -> Deletion:
 
 
 async def _delete_guild(session: AsyncSession, guild_id: int) -> Counter[str]:
-    """Everything the bot keeps about a guild."""
+    """Everything the bot keeps of what a guild said; its privacy configuration stays (GUILD_CONFIGURATION)."""
     counts: Counter[str] = Counter()
     for model in (
         ChatMessage,
@@ -165,14 +229,13 @@ async def _delete_guild(session: AsyncSession, guild_id: int) -> Counter[str]:
         HistoricalSummary,
         Rollup,
         MemberName,
-        GuildSettings,
-        UserOptOut,
-        ChannelPrivacy,
         LlmCall,
         Embedding,
+        ReplySource,
+        DeadLetter,
     ):
         result = await session.execute(delete(model).where(model.guild_id == guild_id))  # type: ignore[attr-defined]
-        counts[model.__tablename__] += result.rowcount  # type: ignore[attr-defined]
+        _count(counts, model.__tablename__, result)  # type: ignore[attr-defined]
     return counts
 
 
@@ -198,6 +261,7 @@ async def remaining(session: AsyncSession, guild_id: int, user_id: int) -> dict[
 
 WORDS = {
     "chat_history": "messages",
+    "bot_replies": "replies of mine built on them",
     "user_facts": "facts entries",
     "fact_revisions": "fact revisions",
     "daily_summaries": "daily summaries",
@@ -206,10 +270,9 @@ WORDS = {
     "member_names": "names",
     "fact_revisions_unattributed": "revisions no longer attributed",
     "llm_calls": "usage records",
-    "channel_privacy": "channel settings",
     "embeddings": "cached embeddings",
-    "guild_settings": "settings",
-    "user_optouts": "opt-outs",
+    "dead_letters": "unstorable records",
+    "reply_sources": "reply sources",
 }
 
 

@@ -1,20 +1,31 @@
-"""The ingest hot path: batched, idempotent writes of messages, edits and deletes with driver executemany."""
+"""The ingest hot path: batched, idempotent writes of messages, edits and deletes with driver executemany.
+
+Besides writing, a batch reports which stored messages its edits, deletes and re-kindings touched (as they
+were before), so the derived data built from them can follow (bot/memory/manager.py), and it tells data
+errors (a row no database will take) from the database being unavailable, so a poison row is isolated
+instead of retried forever.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from itertools import groupby
 from typing import Any
 
+import asyncpg
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from db.engine import tune_sqlite
-from db.records import IncomingMessage, IngestOp, MessageEdit
+from db.names import fold
+from db.records import IncomingMessage, IngestOp, MessageDelete, MessageEdit, MessageKind, ReplySource
 
 # SQLAlchemy Core executemany spends most of its time per row; the driver's own executemany with
 # pre-built tuples is ~3x faster (see FIELD-NOTES), so the hot path speaks plain SQL.
@@ -22,8 +33,8 @@ from db.records import IncomingMessage, IngestOp, MessageEdit
 # out-of-order events all converge on the latest text.
 _UPSERT_MESSAGE = """
 INSERT INTO chat_history
-    (message_id, guild_id, channel_id, user_id, message_text, timestamp, edited_at, reply_to_id)
-VALUES ({p1}, {p2}, {p3}, {p4}, {p5}, {p6}, {p7}, {p8})
+    (message_id, guild_id, channel_id, user_id, message_text, timestamp, edited_at, reply_to_id, kind)
+VALUES ({p1}, {p2}, {p3}, {p4}, {p5}, {p6}, {p7}, {p8}, {p9})
 ON CONFLICT (message_id) DO UPDATE
 SET message_text = excluded.message_text, edited_at = excluded.edited_at
 WHERE excluded.edited_at IS NOT NULL
@@ -34,15 +45,63 @@ UPDATE chat_history SET message_text = {p1}, edited_at = {p2}
 WHERE message_id = {p3} AND (edited_at IS NULL OR edited_at < {p2})
 """
 _DELETE_MESSAGE = "DELETE FROM chat_history WHERE message_id = {p1}"
+_KIND_MESSAGE = "UPDATE chat_history SET kind = {p1} WHERE message_id = {p2}"
 _UPSERT_NAME = """
-INSERT INTO member_names (guild_id, user_id, display_name, username, updated_at)
-VALUES ({p1}, {p2}, {p3}, {p4}, {p5})
+INSERT INTO member_names (guild_id, user_id, display_name, username, updated_at, display_key, username_key)
+VALUES ({p1}, {p2}, {p3}, {p4}, {p5}, {p6}, {p7})
 ON CONFLICT (guild_id, user_id) DO UPDATE
-SET display_name = excluded.display_name, username = excluded.username, updated_at = excluded.updated_at
+SET display_name = excluded.display_name, username = excluded.username, updated_at = excluded.updated_at,
+    display_key = excluded.display_key, username_key = excluded.username_key
 WHERE member_names.updated_at <= excluded.updated_at
 """
+_DEAD_LETTER = """
+INSERT INTO dead_letters (at, guild_id, channel_id, user_id, message_id, reason, payload)
+VALUES ({p1}, {p2}, {p3}, {p4}, {p5}, {p6}, {p7})
+"""
+_REPLY_SOURCE = "INSERT INTO reply_sources (reply_id, guild_id, user_id, message_id) VALUES ({p1}, {p2}, {p3}, {p4})"
+_TOUCHED = "SELECT message_id, guild_id, user_id, timestamp FROM chat_history WHERE message_id IN ({marks})"
 
 Statement = tuple[str, list[tuple[Any, ...]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Touched:
+    """A stored message an edit, delete or re-kinding changed: where it was, as it was."""
+
+    message_id: int
+    guild_id: int
+    user_id: int
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """An operation no database will take, with the reason, to be kept instead of written."""
+
+    op: IngestOp
+    reason: str
+
+
+def is_refusal(exc: BaseException) -> bool:
+    """True when the database refused a row's values (isolate that row); anything else is retried.
+
+    A missing table, a lock or a lost connection is the database's state, not a row's: retrying is right, and
+    dead-lettering every row of the batch would be wrong.
+    """
+    refused = (
+        sqlite3.IntegrityError,
+        sqlite3.DataError,
+        sqlite3.InterfaceError,
+        OverflowError,
+        UnicodeError,
+        ValueError,
+        TypeError,
+        asyncpg.DataError,
+        asyncpg.IntegrityConstraintViolationError,
+        sa_exc.DataError,
+        sa_exc.IntegrityError,
+    )
+    return isinstance(exc, refused)
 
 
 def _render(sql: str, dialect: Dialect) -> str:
@@ -63,6 +122,27 @@ def _aware_time(value: datetime) -> datetime:
     return value.astimezone(UTC)
 
 
+def _parse_time(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+    return datetime.fromisoformat(str(value)).replace(tzinfo=UTC)
+
+
+def _payload(op: IngestOp) -> str:
+    return json.dumps({"kind": type(op).__name__, **asdict(op)}, default=str, ensure_ascii=True)
+
+
+def touched_ids(ops: Sequence[IngestOp]) -> list[int]:
+    """The stored messages whose derived data the operations invalidate."""
+    ids: list[int] = []
+    for op in ops:
+        if isinstance(op, MessageDelete):
+            ids.extend(op.message_ids)
+        elif isinstance(op, MessageEdit | MessageKind):
+            ids.append(op.message_id)
+    return ids
+
+
 class BatchWriter:
     """Turns ingest operations into executemany statements and commits each batch in one transaction."""
 
@@ -70,17 +150,27 @@ class BatchWriter:
         self._upsert = _render(_UPSERT_MESSAGE, dialect)
         self._edit = _render(_EDIT_MESSAGE, dialect)
         self._delete = _render(_DELETE_MESSAGE, dialect)
+        self._kind = _render(_KIND_MESSAGE, dialect)
         self._name = _render(_UPSERT_NAME, dialect)
+        self._dead = _render(_DEAD_LETTER, dialect)
+        self._source = _render(_REPLY_SOURCE, dialect)
+        self._marks = "?" if dialect.paramstyle == "qmark" else "$"
         self._time: Callable[[datetime], Any] = _sqlite_time if dialect.name == "sqlite" else _aware_time
 
-    async def write(self, ops: Sequence[IngestOp]) -> None:
-        """Commit `ops`, in arrival order, as one transaction."""
+    async def write(self, ops: Sequence[IngestOp | DeadLetter]) -> list[Touched]:
+        """Commit `ops`, in arrival order, as one transaction; what edits and deletes touched, as it was."""
         raise NotImplementedError
 
     async def close(self) -> None:
         """Release what the writer holds."""
 
-    def prepare(self, ops: Sequence[IngestOp]) -> list[Statement]:
+    def touched_query(self, count: int) -> str:
+        """The SELECT of `count` message ids' rows before they change."""
+        if self._marks == "?":
+            return _TOUCHED.format(marks=", ".join("?" * count))
+        return _TOUCHED.format(marks=", ".join(f"${i}" for i in range(1, count + 1)))
+
+    def prepare(self, ops: Sequence[IngestOp | DeadLetter]) -> list[Statement]:
         """Statements for `ops` in arrival order; consecutive operations of one kind share one statement."""
         statements: list[Statement] = []
         t = self._time
@@ -90,9 +180,21 @@ class BatchWriter:
                 statements.extend(self._messages(items))
             elif kind is MessageEdit:
                 statements.append((self._edit, [(e.content, t(e.edited_at), e.message_id) for e in items]))
-            else:
+            elif kind is MessageDelete:
                 statements.append((self._delete, [(mid,) for d in items for mid in d.message_ids]))
+            elif kind is MessageKind:
+                statements.append((self._kind, [(int(k.kind), k.message_id) for k in items]))
+            elif kind is ReplySource:
+                statements.append((self._source, [(r.reply_id, r.guild_id, r.user_id, r.message_id) for r in items]))
+            else:
+                statements.append((self._dead, [self._dead_row(d) for d in items]))
         return statements
+
+    def _dead_row(self, dead: DeadLetter) -> tuple[Any, ...]:
+        op = dead.op
+        ids = [getattr(op, name, None) for name in ("guild_id", "channel_id", "author_id", "message_id")]
+        safe = [v if isinstance(v, int) and 0 < v < 2**63 else None for v in ids]
+        return (self._time(datetime.now(UTC)), *safe, dead.reason[:2000], _payload(op))
 
     def _messages(self, messages: list[IncomingMessage]) -> list[Statement]:
         t = self._time
@@ -106,6 +208,7 @@ class BatchWriter:
                 t(m.created_at),
                 None if m.edited_at is None else t(m.edited_at),
                 m.reply_to_id,
+                int(m.kind),
             )
             for m in messages
         ]
@@ -115,7 +218,16 @@ class BatchWriter:
             key = (m.guild_id, m.author_id)
             seen = names.get(key)
             if seen is None or seen[4] <= row[5]:
-                names[key] = (m.guild_id, m.author_id, m.author_name[:100], m.author_username, row[5])
+                user = m.author_username
+                names[key] = (
+                    m.guild_id,
+                    m.author_id,
+                    m.author_name,
+                    user,
+                    row[5],
+                    fold(m.author_name),
+                    fold(user) if user else None,
+                )
         return [(self._upsert, rows), (self._name, list(names.values()))]
 
 
@@ -135,27 +247,37 @@ class SqliteBatchWriter(BatchWriter):
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="elefant-ingest")
         self._connection: sqlite3.Connection | None = None
 
-    async def write(self, ops: Sequence[IngestOp]) -> None:
-        await asyncio.get_running_loop().run_in_executor(self._thread, self._write, ops)
+    async def write(self, ops: Sequence[IngestOp | DeadLetter]) -> list[Touched]:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, self._write, ops)
 
     async def close(self) -> None:
         await asyncio.get_running_loop().run_in_executor(self._thread, self._close)
         self._thread.shutdown(wait=True)
 
-    def _write(self, ops: Sequence[IngestOp]) -> None:
+    def _write(self, ops: Sequence[IngestOp | DeadLetter]) -> list[Touched]:
         if self._connection is None:
             self._connection = sqlite3.connect(self._path, isolation_level=None)
             tune_sqlite(self._connection, None)
         connection = self._connection
         statements = self.prepare(ops)
+        ids = touched_ids([op for op in ops if not isinstance(op, DeadLetter)])
         connection.execute("BEGIN IMMEDIATE")
         try:
+            touched = (
+                [
+                    Touched(m, g, u, _parse_time(ts))
+                    for m, g, u, ts in connection.execute(self.touched_query(len(ids)), ids)
+                ]
+                if ids
+                else []
+            )
             for sql, rows in statements:
                 connection.executemany(sql, rows)
             connection.execute("COMMIT")
         except BaseException:
             connection.execute("ROLLBACK")
             raise
+        return touched
 
     def _close(self) -> None:
         if self._connection is not None:
@@ -170,13 +292,23 @@ class PostgresBatchWriter(BatchWriter):
         super().__init__(engine.dialect)
         self._engine = engine
 
-    async def write(self, ops: Sequence[IngestOp]) -> None:
+    async def write(self, ops: Sequence[IngestOp | DeadLetter]) -> list[Touched]:
         statements = self.prepare(ops)
+        ids = touched_ids([op for op in ops if not isinstance(op, DeadLetter)])
         async with self._engine.connect() as connection:
             raw = (await connection.get_raw_connection()).driver_connection
             async with raw.transaction():
+                touched = (
+                    [
+                        Touched(m, g, u, _parse_time(ts))
+                        for m, g, u, ts in await raw.fetch(self.touched_query(len(ids)), *ids)
+                    ]
+                    if ids
+                    else []
+                )
                 for sql, rows in statements:
                     await raw.executemany(sql, rows)
+        return touched
 
 
 def batch_writer_for(engine: AsyncEngine) -> BatchWriter:

@@ -216,6 +216,7 @@ class DeadLetter(Base):
     id: Mapped[int] = mapped_column(SurrogateKey, primary_key=True, autoincrement=True)
     at: Mapped[datetime] = mapped_column(UTCDateTime)
     guild_id: Mapped[int | None] = mapped_column(Snowflake)
+    channel_id: Mapped[int | None] = mapped_column(Snowflake)
     user_id: Mapped[int | None] = mapped_column(Snowflake)
     message_id: Mapped[int | None] = mapped_column(Snowflake)
     reason: Mapped[str] = mapped_column(Text)

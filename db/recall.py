@@ -225,7 +225,7 @@ async def _search_messages(  # noqa: PLR0917 - one call site, the public functio
     )
     query = scoping.typed(query, scoping.MESSAGES)
     params: dict[str, object] = {
-        **scoping.params(Scope(guild_id, here)),
+        **scoping.params(Scope(guild_id, here), scoping.MESSAGES),
         "since": since or FAR_PAST,
         "until": until or FAR_FUTURE,
         "now": now,
@@ -296,7 +296,7 @@ async def search_summaries(
     )
     query = scoping.typed(query, scoping.DERIVED)
     params: dict[str, object] = {
-        **scoping.params(Scope(guild_id)),
+        **scoping.params(Scope(guild_id), scoping.DERIVED),
         "since": since,
         "until": until,
         "today": today,
@@ -334,7 +334,7 @@ async def recent_messages(
         .columns(timestamp=UTCDateTime())
     )
     query = scoping.typed(query, scoping.MESSAGES)
-    params: dict[str, object] = {**scoping.params(Scope(guild_id, here)), "limit": limit}
+    params: dict[str, object] = {**scoping.params(Scope(guild_id, here), scoping.MESSAGES), "limit": limit}
     if user_id is not None:
         query = query.bindparams(bindparam("user_id", type_=BigInteger()))
         params["user_id"] = user_id

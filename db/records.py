@@ -69,7 +69,17 @@ class MessageKind:
     kind: Kind
 
 
-IngestOp = IncomingMessage | MessageEdit | MessageDelete | MessageKind
+@dataclass(frozen=True, slots=True)
+class ReplySource:
+    """One thing a stored reply of the bot was built from: a member's data, or a message it quoted."""
+
+    reply_id: int
+    guild_id: int
+    user_id: int | None = None
+    message_id: int | None = None
+
+
+IngestOp = IncomingMessage | MessageEdit | MessageDelete | MessageKind | ReplySource
 
 
 class RefusedRecordError(ValueError):
@@ -121,5 +131,14 @@ def normalised(op: IngestOp) -> IngestOp:
     if isinstance(op, MessageDelete):
         ids = tuple(i for i in op.message_ids if 0 < i <= MAX_ID)  # an impossible ID names no stored row
         return op if len(ids) == len(op.message_ids) else MessageDelete(ids)
+    if isinstance(op, ReplySource):
+        for value, what in (
+            (op.reply_id, "reply id"),
+            (op.guild_id, "guild id"),
+            (op.user_id, "member id"),
+            (op.message_id, "message id"),
+        ):
+            valid_id(value, what)
+        return op
     valid_id(op.message_id, "message id")
     return op

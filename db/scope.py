@@ -22,11 +22,13 @@ from sqlalchemy import BigInteger, TextClause, bindparam, text
 
 from db.records import Kind
 
-_SCOPE_OF = """(cp.mode = 'exclude' OR (cp.mode = 'auto' AND (cp.is_private OR cp.parent_id IN (
-        SELECT pp.channel_id FROM channel_privacy AS pp WHERE pp.guild_id = :scope_guild
-          AND (pp.mode = 'exclude' OR (pp.mode = 'auto' AND pp.is_private)))))
-    )"""
-NOT_SHARED = f"SELECT cp.channel_id FROM channel_privacy AS cp WHERE cp.guild_id = :scope_guild AND {_SCOPE_OF}"
+_HIDDEN = "(cp.mode = 'exclude' OR (cp.mode = 'auto' AND cp.is_private))"
+NOT_SHARED = f"SELECT cp.channel_id FROM channel_privacy AS cp WHERE cp.guild_id = :scope_guild AND {_HIDDEN}"
+# A thread left on "auto" is as hidden as its parent channel.
+IN_HIDDEN_PARENT = (
+    "SELECT t.channel_id FROM channel_privacy AS t WHERE t.guild_id = :scope_guild AND t.mode = 'auto' "
+    f"AND t.parent_id IN ({NOT_SHARED})"
+)
 OPTED_OUT = "SELECT o.user_id FROM user_optouts AS o WHERE o.guild_id = :scope_guild"
 
 # name -> fragment over a table alias `{t}`; every fragment holds on its own (tests drop one at a time).
@@ -34,12 +36,13 @@ FILTERS: dict[str, str] = {
     "guild": "{t}.guild_id = :scope_guild",
     "optout": "{t}.user_id NOT IN (" + OPTED_OUT + ")",
     "channel": "({t}.channel_id = :scope_here OR {t}.channel_id NOT IN (" + NOT_SHARED + "))",
+    "parent": "({t}.channel_id = :scope_here OR {t}.channel_id NOT IN (" + IN_HIDDEN_PARENT + "))",
     "bot": f"{{t}}.kind != {int(Kind.BOT)}",
     "speech": f"{{t}}.kind = {int(Kind.SPEECH)}",
 }
 # Which filters each kind of read applies.
-MESSAGES = ("guild", "optout", "channel", "bot")  # recall, vectors: what a question may find
-SUMMARY_INPUT = ("guild", "optout", "channel", "speech")  # what a summary is built from (here = None: shared only)
+MESSAGES = ("guild", "optout", "channel", "parent", "bot")  # recall, vectors: what a question may find
+SUMMARY_INPUT = ("guild", "optout", "channel", "parent", "speech")  # summaries are built from (here: None)
 DERIVED = ("guild", "optout")  # summaries, histories and rollups of members (built from shared speech only)
 GUILD = ("guild",)  # admin views of the whole guild: stats, a member's own export
 
@@ -54,22 +57,26 @@ class Scope:
 
 def where(kind: tuple[str, ...], alias: str) -> str:
     """The SQL condition of a kind of read over table alias `alias` (parameters :scope_guild, :scope_here)."""
-    return " AND ".join(FILTERS[name].format(t=alias) for name in kind)
+    return " AND ".join(FILTERS[name].format(t=alias) for name in kind) or "1 = 1"
 
 
-def params(scope: Scope) -> dict[str, int | None]:
-    """The values for the condition's parameters."""
-    return {"scope_guild": scope.guild_id, "scope_here": scope.here}
+def params(scope: Scope, kind: tuple[str, ...] | None = None) -> dict[str, int | None]:
+    """The values for the condition's parameters (those `kind` uses, or both)."""
+    values = {"scope_guild": scope.guild_id, "scope_here": scope.here}
+    return values if kind is None else {name: values[name] for name in _names(kind)}
+
+
+def _names(kind: tuple[str, ...]) -> list[str]:
+    sql = where(kind, "t")
+    return [name for name in ("scope_guild", "scope_here") if f":{name}" in sql]
 
 
 def typed(query: TextClause, kind: tuple[str, ...]) -> TextClause:
     """Declare the scope parameters' types on a text query (asyncpg needs them for NULL and comparisons)."""
-    names = {"scope_guild"} | ({"scope_here"} if "channel" in kind else set())
-    return query.bindparams(*(bindparam(name, type_=BigInteger()) for name in sorted(names)))
+    return query.bindparams(*(bindparam(name, type_=BigInteger()) for name in _names(kind)))
 
 
 def clause(kind: tuple[str, ...], alias: str, scope: Scope) -> TextClause:
     """The condition as a bound SQLAlchemy clause, for Core queries (`select(...).where(clause(...))`)."""
     values = params(scope)
-    names = ["scope_guild"] + (["scope_here"] if "channel" in kind else [])
-    return text(where(kind, alias)).bindparams(*(bindparam(n, values[n], type_=BigInteger()) for n in names))
+    return text(where(kind, alias)).bindparams(*(bindparam(n, values[n], type_=BigInteger()) for n in _names(kind)))

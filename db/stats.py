@@ -1,4 +1,4 @@
-"""Counts for /memory stats and `python -m bot stats`."""
+"""Counts for /memory-admin stats and `python -m bot stats` (the guild scope: admins see their whole guild)."""
 
 from __future__ import annotations
 
@@ -7,33 +7,44 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.models import ChatMessage, DailySummary, HistoricalSummary, LlmCall, UserFacts
+from db import scope as scoping
+from db.models import ChatMessage, DailySummary, DeadLetter, HistoricalSummary, LlmCall, Rollup, UserFacts
+from db.scope import Scope
 
 
 async def guild_stats(session: AsyncSession, guild_id: int, *, now: datetime) -> dict[str, int]:
     """What is stored for a guild, and what the model cost in the last 24 hours."""
 
+    def in_guild(table: str) -> object:
+        return scoping.clause(scoping.GUILD, table, Scope(guild_id))
+
     async def scalar(query: object) -> int:
-        return int(await session.scalar(query) or 0)  # type: ignore[arg-type]
+        return int(await session.scalar(query) or 0)  # type: ignore[call-overload]
 
     since = now - timedelta(hours=24)
     calls = select(func.count(), func.coalesce(func.sum(LlmCall.tokens_in + LlmCall.tokens_out), 0)).where(
-        LlmCall.guild_id == guild_id, LlmCall.at >= since
+        in_guild("llm_calls"), LlmCall.at >= since
     )
     count_24h, tokens_24h = (await session.execute(calls)).one()
     return {
-        "messages": await scalar(select(func.count()).where(ChatMessage.guild_id == guild_id)),
+        "messages": await scalar(select(func.count()).select_from(ChatMessage).where(in_guild("chat_history"))),
         "members_seen": await scalar(
-            select(func.count(func.distinct(ChatMessage.user_id))).where(ChatMessage.guild_id == guild_id)
+            select(func.count(func.distinct(ChatMessage.user_id))).where(in_guild("chat_history"))
         ),
-        "members_with_facts": await scalar(select(func.count()).where(UserFacts.guild_id == guild_id)),
-        "daily_summaries": await scalar(select(func.count()).where(DailySummary.guild_id == guild_id)),
-        "historical_summaries": await scalar(select(func.count()).where(HistoricalSummary.guild_id == guild_id)),
+        "members_with_facts": await scalar(select(func.count()).select_from(UserFacts).where(in_guild("user_facts"))),
+        "daily_summaries": await scalar(
+            select(func.count()).select_from(DailySummary).where(in_guild("daily_summaries"))
+        ),
+        "historical_summaries": await scalar(
+            select(func.count()).select_from(HistoricalSummary).where(in_guild("historical_summaries"))
+        ),
+        "rollups": await scalar(select(func.count()).select_from(Rollup).where(in_guild("rollups"))),
+        "dead_letters": await scalar(select(func.count()).select_from(DeadLetter).where(in_guild("dead_letters"))),
         "llm_calls_24h": int(count_24h or 0),
         "llm_tokens_24h": int(tokens_24h or 0),
         "llm_errors_24h": await scalar(
             select(func.count()).where(
-                LlmCall.guild_id == guild_id, LlmCall.at >= since, LlmCall.outcome.in_(["error", "skipped"])
+                in_guild("llm_calls"), LlmCall.at >= since, LlmCall.outcome.in_(["error", "skipped"])
             )
         ),
         "database_bytes": await database_bytes(session),
@@ -47,3 +58,17 @@ async def database_bytes(session: AsyncSession) -> int:
         size = await session.scalar(text("PRAGMA page_size"))
         return int(pages or 0) * int(size or 0)
     return int(await session.scalar(text("SELECT pg_database_size(current_database())")) or 0)
+
+
+async def last_message_at(session: AsyncSession, guild_id: int, user_id: int) -> datetime | None:
+    """When a member's newest stored message was written, or None."""
+    return await session.scalar(
+        select(func.max(ChatMessage.timestamp)).where(ChatMessage.guild_id == guild_id, ChatMessage.user_id == user_id)
+    )
+
+
+async def guilds_with_messages_before(session: AsyncSession, cutoff: datetime) -> list[int]:
+    """Guilds that keep messages older than `cutoff` (for retention)."""
+    return list(
+        (await session.scalars(select(ChatMessage.guild_id).where(ChatMessage.timestamp < cutoff).distinct())).all()
+    )

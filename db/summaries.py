@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from datetime import date, datetime
 
 from sqlalchemy import select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import scope as scoping
 from db.models import ChatMessage, DailySummary, HistoricalSummary, Rollup
 from db.scope import Scope
+from db.upsert import dialect_insert
 
 
 async def day_messages(
@@ -36,19 +36,21 @@ async def day_messages(
 
 
 async def stored_day(session: AsyncSession, guild_id: int, day: date) -> dict[int, str] | None:
-    """The stored summaries of a past day, or None when the day was never summarised."""
+    """The stored summaries of a past day (the derived read scope: no opted-out members), or None when the day
+    was never summarised."""
     rows = (
         await session.execute(
             select(DailySummary.user_id, DailySummary.summary).where(
-                DailySummary.guild_id == guild_id, DailySummary.day == day
+                scoping.clause(scoping.DERIVED, "daily_summaries", Scope(guild_id)), DailySummary.day == day
             )
         )
     ).all()
-    return {user_id: summary for user_id, summary in rows} if rows else None
-
-
-def _insert(session: AsyncSession, table: type) -> object:
-    return (postgresql if session.bind.dialect.name == "postgresql" else sqlite).insert(table)  # type: ignore[union-attr]
+    if rows:
+        return {user_id: summary for user_id, summary in rows}
+    summarised = await session.scalar(
+        select(DailySummary.id).where(DailySummary.guild_id == guild_id, DailySummary.day == day).limit(1)
+    )
+    return {} if summarised is not None else None
 
 
 async def save_day(
@@ -77,7 +79,7 @@ async def save_day(
         for user_id, text in summaries.items()
     ]
     stmt = (
-        _insert(session, DailySummary)
+        dialect_insert(session, DailySummary)
         .values(rows)
         .on_conflict_do_nothing(  # type: ignore[attr-defined]
             index_elements=["guild_id", "day", "user_id"]
@@ -90,7 +92,7 @@ async def stored_history(session: AsyncSession, guild_id: int, user_id: int, end
     """A stored historical summary, or None."""
     return await session.scalar(
         select(HistoricalSummary.summary).where(
-            HistoricalSummary.guild_id == guild_id,
+            scoping.clause(scoping.DERIVED, "historical_summaries", Scope(guild_id)),
             HistoricalSummary.user_id == user_id,
             HistoricalSummary.end_date == end_date,
         )
@@ -110,7 +112,7 @@ async def save_history(
 ) -> None:
     """Persist a historical summary (first writer wins)."""
     stmt = (
-        _insert(session, HistoricalSummary)
+        dialect_insert(session, HistoricalSummary)
         .values(  # type: ignore[attr-defined]
             guild_id=guild_id,
             user_id=user_id,
@@ -143,7 +145,7 @@ async def stored_rollup(session: AsyncSession, guild_id: int, user_id: int, peri
     """A stored rollup, or None."""
     return await session.scalar(
         select(Rollup.summary).where(
-            Rollup.guild_id == guild_id,
+            scoping.clause(scoping.DERIVED, "rollups", Scope(guild_id)),
             Rollup.user_id == user_id,
             Rollup.period == period.kind,
             Rollup.start_date == period.start,
@@ -164,7 +166,7 @@ async def save_rollup(
 ) -> None:
     """Persist a rollup (first writer wins: same period, same daily summaries)."""
     stmt = (
-        _insert(session, Rollup)
+        dialect_insert(session, Rollup)
         .values(  # type: ignore[attr-defined]
             guild_id=guild_id,
             user_id=user_id,

@@ -6,6 +6,7 @@ import html
 import re
 
 from bot.llm.offline import OfflineProvider
+from bot.text import content_stems, remove_statement
 from tests.gemini_stub import Reply, StubRequest, as_json, text
 
 
@@ -22,11 +23,15 @@ def scripted_model(request: StubRequest) -> Reply:
         existing, fact = element(prompt, "existing_facts"), element(prompt, "new_fact")
         return text(f"{existing} {fact.rstrip('.')}.".strip())
     if "<forget>" in prompt:
-        existing, fact = element(prompt, "existing_facts"), element(prompt, "forget")
-        sentences = re.split(r"(?<=\.)\s+", existing)
-        kept = [s for s in sentences if fact.rstrip(".").casefold() not in s.casefold()]
-        found = len(kept) != len(sentences)
-        return as_json({"found": found, "memory": " ".join(kept) if found else existing})
+        existing, fact, subject = (
+            element(prompt, "existing_facts"),
+            element(prompt, "forget"),
+            element(prompt, "subject"),
+        )
+        found, kept = remove_statement(
+            existing, content_stems(fact, drop=frozenset(subject.casefold().split())), subject=subject
+        )  # clause by clause, as the prompt asks
+        return as_json({"found": found, "memory": kept if found else existing})
     if "request router" in prompt:
         message = element(prompt, "message")
         if match := re.match(r"(?i)merk dir,? dass (?P<fact>.+)", message):

@@ -46,10 +46,12 @@ def test_scripted_console_session_offline(tmp_path):
         "alice likes green tea.",
         "[3] alice: Elefant, what do you know about me?",
     ]
-    assert "[8] Elefant: Done, I forgot that. What I still know about alice: alice is vegetarian." in lines
+    # Forgetting reaches what repeated it: the request, the bot's confirmations (and the facts' history).
+    forgot = "[8] Elefant: Done, I forgot that. I also removed it from 5 stored messages and summaries that said it."
+    assert f"{forgot} What I still know about alice: alice is vegetarian." in lines
     assert lines[-3] == "Facts: alice is vegetarian."  # /context alice: the facts, then today's summary
-    assert lines[-2].startswith("Today: alice wrote 1 message")  # as summarised at line [3], cached for the hour
-    assert lines[-1].startswith("(messages 8, people with facts 1,") and "offline provider" in lines[-1]
+    assert lines[-2] == 'Today: alice wrote 1 message: "Elefant, what do you know about me?"'  # rebuilt without it
+    assert lines[-1].startswith("(messages 3, people with facts 1,") and "offline provider" in lines[-1]
     assert "alice>" not in result.stdout  # no prompt decorations from a pipe
 
 
@@ -106,7 +108,8 @@ def test_stats_export_and_purge_from_the_command_line(tmp_path):
     assert refused.returncode == 1 and "Aborted" in refused.stderr
     purged = run(["purge", "--guild", str(GUILD), "--user", alice, "--yes"], tmp_path, "")
     assert purged.returncode == 0, purged.stderr
-    assert purged.stdout.startswith("Deleted: 2 messages, 1 facts entries, 1 fact revisions")
+    # Her two messages, the bot's reply built on her facts, the facts and their history.
+    assert purged.stdout.startswith("Deleted: 2 messages, 1 replies of mine built on them, 1 facts entries, 1 fact")
     after = run(["context", "--guild", str(GUILD), "--user", alice], tmp_path, "")
     assert after.stdout.startswith("(nothing is known about")
     both = run(["purge", "--guild", str(GUILD), "--user", alice, "--all", "--yes"], tmp_path, "")

@@ -42,7 +42,7 @@ async def test_questions_about_the_past_are_routed_to_recall(text, route):
 async def memory(engine, settings, llm):
     memory = MemoryManager(engine, settings, llm=llm, facts_model=AppendingModel(), clock=FakeClock(T0))
     await memory.start()
-    memory.turns = ModelTurns(llm, memory.names, settings, memory.window)
+    memory.turns = ModelTurns(llm, memory, settings)
     old = message("my chemistry exam is on the 14th", author=BOB, name="Bob", at=T0 - timedelta(days=25))
     for msg in (
         old,

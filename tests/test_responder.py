@@ -17,7 +17,7 @@ CAROL = 2**60 + 1003
 @pytest.fixture
 async def memory(engine, settings, llm):
     memory = MemoryManager(engine, settings, facts_model=LLMFactsModel(llm))
-    memory.turns = ModelTurns(llm, memory.names, settings)
+    memory.turns = ModelTurns(llm, memory, settings)
     await memory.start()
     for author, name in ((ALICE, "Ana"), (BOB, "Bob"), (CAROL, "Carol")):
         await memory.ingest_message(message("hi", author=author, name=name))

@@ -22,7 +22,6 @@ from bot.memory.caches import CacheReport
 from bot.memory.clock import day_bounds
 from bot.memory.facts import RevisionNotFoundError
 from db.deletion import rows_in_words
-from db.stats import guild_stats
 
 if TYPE_CHECKING:
     from bot.discord_bot import ElefantBot
@@ -57,7 +56,9 @@ def stats_text(figures: dict[str, int], caches: dict[str, CacheReport]) -> str:
         "**Memory in this server**",
         f"Messages stored: {figures['messages']:,} from {figures['members_seen']:,} members; "
         f"facts about {figures['members_with_facts']:,} members",
-        f"Summaries: {figures['daily_summaries']:,} daily, {figures['historical_summaries']:,} weekly",
+        f"Summaries: {figures['daily_summaries']:,} daily, {figures['historical_summaries']:,} weekly, "
+        f"{figures.get('rollups', 0):,} rollups",
+        f"Records no database would take (kept aside, see the logs): {figures.get('dead_letters', 0):,}",
         f"Model, last 24 h: {figures['llm_calls_24h']:,} calls, {figures['llm_tokens_24h']:,} tokens, "
         f"{figures['llm_errors_24h']:,} errors or skips",
         "Cache hit rates since start: " + (" · ".join(cache_line(n, r) for n, r in caches.items()) or "none"),
@@ -91,9 +92,7 @@ class AdminCommands(
     async def stats(self, interaction: discord.Interaction) -> None:
         assert interaction.guild_id is not None
         await interaction.response.defer(ephemeral=True, thinking=True)
-        await self.memory.flush()
-        async with self.memory.sessions() as session:
-            figures = await guild_stats(session, interaction.guild_id, now=self.memory.clock.now())
+        figures = await self.memory.stats(interaction.guild_id)
         await answer(interaction, stats_text(figures, self.memory.cache_reports()))
 
     async def _confirm_purge(
@@ -182,7 +181,7 @@ class AdminCommands(
         if not change.changed:
             await answer(interaction, f"Reverting #{revision} changes nothing: the facts are already like that.")
             return
-        now = await self.memory.names.render_mentions(interaction.guild_id, change.after, at=False)
+        now = await self.memory.render_mentions(interaction.guild_id, change.after, at=False)
         await answer(
             interaction,
             f"Undid revision #{revision} (as revision #{change.revision_id}). "

@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING
 import discord
 from discord.ext import commands
 
-from bot.conversation import Request, address
-from bot.memory.types import IncomingMessage
+from bot.conversation import Request, address, is_command
+from bot.memory.types import IncomingMessage, Kind
+from bot.responder import Answer
 from bot.sending import defuse, split_message
+from bot.speech import spoken
 
 if TYPE_CHECKING:
     from bot.discord_bot import ElefantBot
@@ -19,7 +21,19 @@ log = logging.getLogger(__name__)
 APOLOGY = "Sorry, I couldn't think that through just now. Please try again in a moment."
 
 
-def incoming(message: discord.Message) -> IncomingMessage:
+def speech_of(message: discord.Message) -> str:
+    """The words memory keeps for a message (files, stickers and forwarded text included)."""
+    snapshot = message.message_snapshots[0] if message.message_snapshots else None
+    return spoken(
+        message.content,
+        files=[a.filename for a in message.attachments],
+        stickers=[s.name for s in message.stickers],
+        forwarded=snapshot.content if snapshot is not None else None,
+        forwarded_files=[a.filename for a in snapshot.attachments] if snapshot is not None else (),
+    )
+
+
+def incoming(message: discord.Message, *, kind: Kind = Kind.SPEECH, content: str | None = None) -> IncomingMessage:
     """The memory layer's view of a Discord message (IDs, not objects)."""
     assert message.guild is not None
     reference = message.reference
@@ -30,12 +44,29 @@ def incoming(message: discord.Message) -> IncomingMessage:
         author_id=message.author.id,
         author_name=message.author.display_name,
         author_username=message.author.name,
-        content=message.content,
+        content=speech_of(message) if content is None else content,
         created_at=message.created_at,
         edited_at=message.edited_at,
         reply_to_id=reference.message_id if reference else None,
         mentioned_user_ids=tuple(user.id for user in message.mentions),
+        kind=kind,
     )
+
+
+def channel_scope(channel: object, everyone: discord.Role) -> tuple[bool, int | None, str]:
+    """(private, parent id, type) of where a message was written.
+
+    A thread answers `permissions_for` with its parent's permissions, so a private thread in a public channel
+    would look public: its own type decides. A public thread is as private as its parent (and inherits the
+    parent's admin include / exclude through `parent_id`).
+    """
+    if isinstance(channel, discord.Thread):
+        parent = channel.parent
+        hidden_parent = parent is not None and not parent.permissions_for(everyone).read_messages
+        private = channel.type is discord.ChannelType.private_thread or hidden_parent
+        return private, channel.parent_id, channel.type.name
+    readable = channel.permissions_for(everyone).read_messages  # type: ignore[attr-defined]
+    return not readable, None, getattr(getattr(channel, "type", None), "name", "text")
 
 
 class Listener(commands.Cog):
@@ -46,29 +77,29 @@ class Listener(commands.Cog):
 
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:
-        """Store every guild message; reply when addressed."""
+        """Store every guild message people write; reply when addressed."""
         if message.guild is None:
             return  # direct messages are not stored
-        everyone = message.guild.default_role
-        await self.bot.memory.channels.observe(
-            message.guild.id,
-            message.channel.id,
-            is_private=not message.channel.permissions_for(everyone).read_messages,  # type: ignore[union-attr]
-        )
-        author_is_self = self.bot.user is not None and message.author.id == self.bot.user.id
-        if author_is_self or not message.author.bot or self.bot.settings.ingest_other_bots:
-            await self.bot.memory.ingest_message(incoming(message))
-        if message.author.bot:
-            return
-        replied = _replied_message(message)
+        memory = self.bot.memory
         assert self.bot.user is not None
+        if message.author.id == self.bot.user.id or message.is_system():
+            return  # the bot stores its replies itself, with their sources; system notices are not speech
+        private, parent_id, channel_type = channel_scope(message.channel, message.guild.default_role)
+        await memory.observe_channel(
+            message.guild.id, message.channel.id, is_private=private, parent_id=parent_id, channel_type=channel_type
+        )
+        replied = _replied_message(message)
         text = address(
             message.content,
             bot_user_id=self.bot.user.id,
             bot_name=self.bot.settings.bot_name,
             replied_to_bot=replied is not None and replied.author.id == self.bot.user.id,
         )
-        if text is None:
+        content = speech_of(message)
+        if content and (not message.author.bot or self.bot.settings.ingest_other_bots):
+            kind = Kind.COMMAND if text is not None and is_command(text) else Kind.SPEECH
+            await memory.ingest_message(incoming(message, kind=kind, content=content))
+        if message.author.bot or text is None:
             return
         request = Request(
             guild_id=message.guild.id,
@@ -79,11 +110,13 @@ class Listener(commands.Cog):
             channel_id=message.channel.id,
             message_id=message.id,
             mentioned_user_ids=tuple(u.id for u in message.mentions if u.id != self.bot.user.id),
+            bot_user_id=self.bot.user.id,
         )
         await self._answer(message, request)
 
     async def _answer(self, message: discord.Message, request: Request) -> None:
         is_admin = isinstance(message.author, discord.Member) and message.author.guild_permissions.manage_guild
+        answer: Answer | None = None
         try:
             async with message.channel.typing():
                 answer = await self.bot.responder.respond(request, is_admin=is_admin)
@@ -91,19 +124,27 @@ class Listener(commands.Cog):
         except Exception:
             log.exception("answering message %s failed", message.id)
             text = APOLOGY
-        await self._send(message, text)
+        for sent in await self._send(message, text):
+            if answer is not None:
+                await self.bot.memory.record_reply(
+                    incoming(sent, kind=Kind.BOT, content=sent.content),
+                    members=answer.members,
+                    messages=answer.quoted,
+                )
 
-    async def _send(self, message: discord.Message, text: str) -> None:
+    async def _send(self, message: discord.Message, text: str) -> list[discord.Message]:
         none = discord.AllowedMentions.none()
+        sent: list[discord.Message] = []
         for index, chunk in enumerate(split_message(defuse(text))):
             try:
                 if index == 0:
-                    await message.reply(chunk, mention_author=False, allowed_mentions=none)
+                    sent.append(await message.reply(chunk, mention_author=False, allowed_mentions=none))
                 else:
-                    await message.channel.send(chunk, allowed_mentions=none)
+                    sent.append(await message.channel.send(chunk, allowed_mentions=none))
             except discord.HTTPException:
                 log.exception("sending a reply to message %s failed", message.id)
-                return
+                break
+        return sent
 
     @commands.Cog.listener()
     async def on_member_update(self, before: discord.Member, after: discord.Member) -> None:
@@ -118,7 +159,7 @@ class Listener(commands.Cog):
             return
         edited = payload.message
         if edited.edited_at is not None:
-            await self.bot.memory.ingest_edit(payload.message_id, edited.content, edited.edited_at)
+            await self.bot.memory.ingest_edit(payload.message_id, speech_of(edited), edited.edited_at)
 
     @commands.Cog.listener()
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:

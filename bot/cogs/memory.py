@@ -57,7 +57,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         if facts is None and context is None:
             await answer(interaction, f"I don't remember anything about {subject.display_name} here yet.")
             return
-        facts_text = await self.memory.names.render_mentions(interaction.guild_id, facts, at=False) if facts else None
+        facts_text = await self.memory.render_mentions(interaction.guild_id, facts, at=False) if facts else None
         await answer(
             interaction,
             f"**Facts about {subject.display_name}**\n{facts_text or '*none*'}\n\n"
@@ -74,8 +74,8 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         if not revisions:
             await answer(interaction, f"No facts about {subject.display_name} have been stored or changed here.")
             return
-        names = await self.memory.names.names(interaction.guild_id, {r.requested_by for r in revisions})
-        texts = [await self.memory.names.render_mentions(interaction.guild_id, r.new_blob, at=False) for r in revisions]
+        names = await self.memory.display_names(interaction.guild_id, {r.requested_by for r in revisions})
+        texts = [await self.memory.render_mentions(interaction.guild_id, r.new_blob, at=False) for r in revisions]
         header = f"**Changes to the facts about {subject.display_name}** (newest first)"
         await answer(interaction, "\n".join([header, *revision_lines(revisions, names, texts)]))
 

@@ -64,19 +64,19 @@ class LLM:
             try:
                 result = await self.primary.generate(call)
             except LLMUnavailableError:
-                await self._record_result(self._nothing(started), operation, role, guild_id, "skipped")
+                self._record_result(self._nothing(started), operation, role, guild_id, "skipped")
                 if not fallback:
                     raise
             except LLMError:
                 log.warning("%s failed; %s", operation, "using the offline provider" if fallback else "giving up")
-                await self._record_result(self._nothing(started), operation, role, guild_id, "error")
+                self._record_result(self._nothing(started), operation, role, guild_id, "error")
                 if not fallback:
                     raise
             else:
-                await self._record_result(result, operation, role, guild_id, "ok")
+                self._record_result(result, operation, role, guild_id, "ok")
                 return result
         result = await self._offline.generate(call)
-        await self._record_result(result, operation, role, guild_id, "fallback" if self.primary else "ok")
+        self._record_result(result, operation, role, guild_id, "fallback" if self.primary else "ok")
         return dataclasses.replace(result, degraded=self.primary is not None)
 
     def _nothing(self, started: float) -> LLMResult:
@@ -88,16 +88,21 @@ class LLM:
         """The google-genai client behind the primary provider, or None (offline)."""
         return self._client
 
+    async def flush_usage(self) -> None:
+        """Write the pending usage records now (they are written in the background otherwise)."""
+        if self._usage is not None:
+            await self._usage.flush()
+
     async def close(self) -> None:
-        """Close the HTTP client behind the primary provider, if any."""
+        """Write pending usage records, then close the HTTP client behind the primary provider, if any."""
+        if self._usage is not None:
+            await self._usage.close()
         if self._client is not None:
             await self._client.aio.aclose()
 
-    async def _record_result(
-        self, result: LLMResult, operation: str, role: str, guild_id: int | None, outcome: str
-    ) -> None:
+    def _record_result(self, result: LLMResult, operation: str, role: str, guild_id: int | None, outcome: str) -> None:
         if self._usage is not None:
-            await self._usage.record(
+            self._usage.record(
                 operation=operation,
                 role=role,
                 provider=result.provider,

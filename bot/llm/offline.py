@@ -18,6 +18,7 @@ from bot.llm.schemas import DailySummaries, ForgetResult, RouteDecision, UserSum
 from bot.llm.tokens import estimate_tokens, sentences, trim_to_chars
 from bot.llm.types import Call, LLMResult
 from bot.memory.budget import assemble, memory_sections
+from bot.text import WORD, content_stems, remove_statement
 
 MODEL = "offline"
 _WORD = re.compile(r"[\w']+")
@@ -52,17 +53,11 @@ def remember(existing: str, fact: str, *, subject: str = "") -> str:
     return " ".join([*kept, new])
 
 
-def forget(existing: str, fact: str) -> ForgetResult:
-    """Remove the sentences that state `fact`; found only if something was removed."""
-    target = _words(fact)
-    kept, removed = [], False
-    for sentence in sentences(existing):
-        words = _words(sentence)
-        if target and (target <= words or _similar(sentence, fact) >= 0.6):
-            removed = True
-        else:
-            kept.append(sentence)
-    return ForgetResult(found=removed, memory=" ".join(kept) if removed else existing)
+def forget(existing: str, fact: str, *, subject: str = "") -> ForgetResult:
+    """Remove the clauses that state `fact` (the rest of their sentences stays); found only if one went."""
+    drop = frozenset(WORD.findall(subject.casefold()))
+    found, remaining = remove_statement(existing, content_stems(fact, drop=drop), subject=subject)
+    return ForgetResult(found=found, memory=remaining if found else existing)
 
 
 def summarise_day(lines: Sequence[ChatLine], *, max_chars: int = 300) -> DailySummaries:
@@ -123,7 +118,7 @@ class OfflineProvider:
         if operation == "remember":
             text = remember(v["existing"], v["fact"], subject=str(v.get("subject", "")))
         elif operation == "forget":
-            parsed = forget(v["existing"], v["fact"])
+            parsed = forget(v["existing"], v["fact"], subject=str(v.get("subject", "")))
             text = parsed.model_dump_json()
         elif operation == "condense":
             text = trim_to_chars(v["existing"], int(v["max_chars"]), keep="end")

@@ -1,8 +1,11 @@
 """Prompt files: loaded once at start-up, checked, and rendered with escaped values.
 
 A prompt file is front matter (`version`, `variables`), the system part, a `=== user ===` line, and the
-user template with `$name` placeholders. Values are XML-escaped when substituted; variables whose name
-ends in `_xml` carry XML this module built itself (see `transcript`) and go in as they are.
+user template with `$name` placeholders. Values are cleaned of characters XML cannot hold and escaped when
+substituted; variables whose name ends in `_xml` carry XML built with `xml_text` (see `transcript`) and go
+in as they are. What members control (names, messages, facts, summaries) may only appear in the user part,
+inside data elements: the system part takes only the operator's and the clock's values (SYSTEM_VARIABLES),
+and a prompt file that breaks this rule fails at start-up.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from xml.sax.saxutils import escape
 from zoneinfo import ZoneInfo
 
 from bot.llm.types import Prompt
+from bot.text import clean
 
 PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
 OPERATIONS = (
@@ -31,6 +35,15 @@ OPERATIONS = (
     "chat",
 )
 _SPLIT = re.compile(r"^=== user ===$", re.M)
+# Values no member writes: the bot's configured name, dates, times, sizes. Nothing else enters the system part.
+SYSTEM_VARIABLES = frozenset(
+    {"bot_name", "today", "timezone", "day", "start_day", "end_day", "max_chars", "max_tokens", "note_tokens"}
+)
+
+
+def xml_text(value: object) -> str:
+    """A value as XML character data: characters XML cannot hold removed, markup escaped."""
+    return escape(clean(str(value)))
 
 
 class PromptError(Exception):
@@ -52,7 +65,7 @@ class PromptTemplate:
         missing = self.variables - values.keys()
         if missing:
             raise PromptError(f"prompt {self.name!r} needs {sorted(missing)}")
-        safe = {k: (str(v) if k.endswith("_xml") else escape(str(v))) for k, v in values.items()}
+        safe = {k: (str(v) if k.endswith("_xml") else xml_text(v)) for k, v in values.items()}
         return Prompt(system=self.system.substitute(safe), user=self.user.substitute(safe))
 
 
@@ -77,8 +90,8 @@ def transcript(lines: Iterable[ChatLine]) -> str:
         "<message>"
         f"<timestamp>{line.timestamp.isoformat(timespec='minutes')}</timestamp>"
         f"<author_id>{line.author_id}</author_id>"
-        f"<author>{escape(line.author)}</author>"
-        f"<content>{escape(line.content)}</content>"
+        f"<author>{xml_text(line.author)}</author>"
+        f"<content>{xml_text(line.content)}</content>"
         "</message>"
         for line in lines
     )
@@ -99,6 +112,8 @@ def _parse(path: Path) -> PromptTemplate:
     used = frozenset(system.get_identifiers()) | frozenset(user.get_identifiers())
     if used != declared or not (system.is_valid() and user.is_valid()):
         raise PromptError(f"{path.name}: placeholders {sorted(used)} differ from variables {sorted(declared)}")
+    if member_text := set(system.get_identifiers()) - SYSTEM_VARIABLES:
+        raise PromptError(f"{path.name}: {sorted(member_text)} may only appear in the user part, in a data element")
     return PromptTemplate(path.stem, version, declared, system, user)
 
 

@@ -1,29 +1,45 @@
-"""Usage accounting: one `llm_calls` row per call, written after the call, never failing it."""
+"""Usage accounting: one `llm_calls` row per call, written behind the call in batches, never failing it.
+
+A reply must not wait on bookkeeping: `record` only appends to a buffer, and a background task writes the
+buffer at most every second (or as soon as it holds a batch). `flush` writes what is pending now (stats
+commands, tests); `close` flushes once more at shutdown.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from db.models import LlmCall
+from db import usage as store
 
 log = logging.getLogger(__name__)
+FLUSH_SECONDS = 1.0
+BATCH = 200
+MAX_PENDING = 50_000  # if the database stays down, the oldest records go first (counted, logged)
 
 
 class UsageRecorder:
-    """Records calls in SQL; a failing insert is logged and swallowed (accounting must not break replies)."""
+    """Buffers call records and writes them in the background; a failing write is logged and retried later."""
 
     def __init__(
         self, sessions: async_sessionmaker[AsyncSession], *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     ) -> None:
         self._sessions = sessions
         self._clock = clock
+        self._pending: list[dict[str, Any]] = []
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._lock: asyncio.Lock | None = None
+        self.dropped = 0
 
-    async def record(
+    def record(
         self,
         *,
         operation: str,
@@ -36,21 +52,61 @@ class UsageRecorder:
         outcome: str,
         guild_id: int | None,
     ) -> None:
-        """Insert one row."""
-        row = LlmCall(
-            at=self._clock(),
-            guild_id=guild_id,
-            operation=operation,
-            role=role,
-            provider=provider,
-            model=model,
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            latency_ms=round(latency_s * 1000),
-            outcome=outcome,
+        """Queue one row; returns at once."""
+        self._pending.append(
+            {
+                "at": self._clock(),
+                "guild_id": guild_id,
+                "operation": operation,
+                "role": role,
+                "provider": provider,
+                "model": model,
+                "tokens_in": tokens_in,
+                "tokens_out": tokens_out,
+                "latency_ms": round(latency_s * 1000),
+                "outcome": outcome,
+            }
         )
-        try:
-            async with self._sessions() as session, session.begin():
-                session.add(row)
-        except SQLAlchemyError:
-            log.exception("could not record an LLM call (%s)", operation)
+        if len(self._pending) > MAX_PENDING:
+            self.dropped += len(self._pending) - MAX_PENDING
+            del self._pending[: len(self._pending) - MAX_PENDING]
+            log.error("usage records could not be written for a while; %d dropped so far", self.dropped)
+        if self._task is None or self._task.done():
+            self._wake = asyncio.Event()
+            self._lock = asyncio.Lock()
+            self._task = asyncio.create_task(self._run(), name="elefant-usage")
+        if len(self._pending) >= BATCH and self._wake is not None:
+            self._wake.set()
+
+    async def _run(self) -> None:
+        assert self._wake is not None
+        while True:
+            with contextlib.suppress(TimeoutError):  # not wait_for: on 3.11 it can swallow a cancel
+                async with asyncio.timeout(FLUSH_SECONDS):
+                    await self._wake.wait()
+            self._wake.clear()
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Write what is pending now."""
+        if not self._pending:
+            return
+        lock = self._lock or asyncio.Lock()
+        async with lock:
+            rows, self._pending = self._pending, []
+            if not rows:
+                return
+            try:
+                async with self._sessions() as session, session.begin():
+                    await store.record(session, rows)
+            except (SQLAlchemyError, OSError):
+                log.exception("could not record %d LLM calls; keeping them for the next try", len(rows))
+                self._pending[:0] = rows
+
+    async def close(self) -> None:
+        """Stop the background writer after one last flush."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        await self.flush()

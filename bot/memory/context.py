@@ -17,10 +17,12 @@ from bot.llm.types import LLMError
 from bot.memory.budget import assemble, memory_sections, with_facts
 from bot.memory.caches import CacheReport, CountingLRU, drop_entries
 from bot.memory.clock import Clock, local_day
+from bot.memory.coherence import Generations
 from bot.memory.facts import FactsStore
+from bot.memory.flight import SingleFlight
 from bot.memory.names import NameDirectory
 from bot.memory.rollups import Rollups
-from bot.memory.summaries import SingleFlight, Summaries
+from bot.memory.summaries import Summaries
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -49,6 +51,7 @@ class ContextBuilder:
         settings: Settings,
         clock: Clock,
         rollups: Rollups | None = None,
+        generations: Generations | None = None,
     ) -> None:
         self._facts = facts
         self._summaries = summaries
@@ -57,6 +60,7 @@ class ContextBuilder:
         self._names = names
         self._settings = settings
         self._clock = clock
+        self._generations = generations or Generations()
         self._merged: CountingLRU[tuple[int, int, str], str] = CountingLRU(65536)
         self._last_good: TTLCache[tuple[int, int], str] = TTLCache(65536, LAST_GOOD_SECONDS, timer=clock.monotonic)
         self._flight = SingleFlight()
@@ -69,10 +73,10 @@ class ContextBuilder:
         """Stop the builds that went on in the background after the latency guard answered."""
         await self._flight.stop()
 
-    def drop(self, guild_id: int) -> None:
-        """Forget every cached context (and rollup) of a guild (after a deletion)."""
-        drop_entries(self._merged, guild_id)
-        drop_entries(self._last_good, guild_id)
+    def drop(self, guild_id: int, user_id: int | None = None) -> None:
+        """Forget cached contexts of a guild (or a member) and the guild's rollups (after a change)."""
+        drop_entries(self._merged, guild_id, user_id)
+        drop_entries(self._last_good, guild_id, user_id)
         if self._rollups is not None:
             self._rollups.drop(guild_id)
 
@@ -92,6 +96,7 @@ class ContextBuilder:
             return fallback_context(facts, "", "", budget=self._settings.context_token_budget)
 
     async def _build(self, guild_id: int, user_id: int, now: datetime) -> str | None:
+        generation = self._generations.of(guild_id)
         facts = await self._facts.cached_facts(guild_id, user_id) or ""
         today_day = local_day(now, self._summaries.zone(guild_id))
         today, history, earlier = "", "", ""
@@ -116,8 +121,9 @@ class ContextBuilder:
             merged = await self._merge(
                 guild_id, user_id, facts=facts, today=today, history=history, earlier=earlier, now=now
             )
-        self._merged[key] = merged
-        self._last_good[(guild_id, user_id)] = merged
+        if self._generations.of(guild_id) == generation:  # built from data that is still true
+            self._merged[key] = merged
+            self._last_good[(guild_id, user_id)] = merged
         return merged
 
     async def _merge(

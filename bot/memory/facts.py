@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
-from sqlalchemy import select, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.memory.caches import CacheReport, CountingTTL, drop_entries
-from db.models import FactRevision, UserFacts
+from db import facts as store
+from db.facts import Revision
+
+__all__ = ["FactChange", "FactsModel", "FactsStore", "Revision", "RevisionNotFoundError", "drop_oldest_sentences"]
 
 log = logging.getLogger(__name__)
 _CAS_ATTEMPTS = 20
@@ -36,18 +37,6 @@ class FactsModel(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class Revision:
-    """One change of a facts blob."""
-
-    id: int
-    op: str
-    old_blob: str
-    new_blob: str
-    requested_by: int
-    at: datetime
-
-
-@dataclass(frozen=True, slots=True)
 class FactChange:
     """The outcome of a facts operation: what was stored before and after, and whether it applied."""
 
@@ -55,6 +44,7 @@ class FactChange:
     after: str
     revision_id: int | None
     found: bool = True
+    redacted: int = 0  # forgetting: messages, replies and summaries the statement was removed from
 
     @property
     def changed(self) -> bool:
@@ -95,8 +85,7 @@ class FactsStore:
     async def facts(self, guild_id: int, user_id: int) -> str | None:
         """The stored facts about a member, or None."""
         async with self._sessions() as session:
-            row = await session.get(UserFacts, (guild_id, user_id))
-            return row.memory_blob if row and row.memory_blob else None
+            return await store.blob(session, guild_id, user_id)
 
     async def cached_facts(self, guild_id: int, user_id: int) -> str | None:
         """Like `facts`, from a short-lived cache: for the hot path of building a context."""
@@ -142,19 +131,13 @@ class FactsStore:
     async def history(self, guild_id: int, user_id: int, *, limit: int = 25) -> list[Revision]:
         """The newest revisions first."""
         async with self._sessions() as session:
-            rows = await session.scalars(
-                select(FactRevision)
-                .where(FactRevision.guild_id == guild_id, FactRevision.user_id == user_id)
-                .order_by(FactRevision.id.desc())
-                .limit(limit)
-            )
-            return [Revision(r.id, r.op, r.old_blob, r.new_blob, r.requested_by, r.at) for r in rows]
+            return await store.history(session, guild_id, user_id, limit=limit)
 
     async def revert(self, guild_id: int, user_id: int, revision_id: int, *, requested_by: int) -> FactChange:
         """Undo a revision: restore the blob as it was just before it, recorded as a new revision."""
         async with self._sessions() as session:
-            revision = await session.get(FactRevision, revision_id)
-        if revision is None or (revision.guild_id, revision.user_id) != (guild_id, user_id):
+            revision = await store.revision(session, guild_id, user_id, revision_id)
+        if revision is None:
             raise RevisionNotFoundError(revision_id)
         target = revision.old_blob
 
@@ -204,36 +187,17 @@ class FactsStore:
         self, *, guild_id: int, user_id: int, op: str, before: str, after: str, requested_by: int
     ) -> int | None:
         """Write `after` only if the blob is still `before`; the revision id, or None on a conflict."""
-        # A single conditional UPDATE (or an INSERT that fails when someone else created the row) is
-        # atomic on SQLite too, where a SELECT would run outside the transaction.
-        now = self._clock()
-        try:
-            async with self._sessions() as session, session.begin():
-                swapped = await session.execute(
-                    update(UserFacts)
-                    .where(
-                        UserFacts.guild_id == guild_id, UserFacts.user_id == user_id, UserFacts.memory_blob == before
-                    )
-                    .values(memory_blob=after, updated_at=now)
-                )
-                if swapped.rowcount != 1:  # type: ignore[attr-defined]
-                    if before:
-                        return None
-                    session.add(UserFacts(guild_id=guild_id, user_id=user_id, memory_blob=after, updated_at=now))
-                revision = FactRevision(
-                    guild_id=guild_id,
-                    user_id=user_id,
-                    op=op,
-                    old_blob=before,
-                    new_blob=after,
-                    requested_by=requested_by,
-                    at=now,
-                )
-                session.add(revision)
-                await session.flush()
-                return revision.id
-        except IntegrityError:
-            return None  # another process created the row first: merge again on top of theirs
+        async with self._sessions() as session, session.begin():
+            return await store.swap(
+                session,
+                guild_id=guild_id,
+                user_id=user_id,
+                op=op,
+                before=before,
+                after=after,
+                requested_by=requested_by,
+                at=self._clock(),
+            )
 
 
 def drop_oldest_sentences(blob: str, max_chars: int) -> str:

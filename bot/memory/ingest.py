@@ -7,15 +7,16 @@ import json
 import logging
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncEngine
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_exponential_jitter
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_exponential_jitter
 
 from bot.memory.types import IngestOp
-from db.messages import batch_writer_for
+from db.messages import DeadLetter, Touched, batch_writer_for, is_refusal
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,7 @@ class IngestStats:
     batches: int = 0
     failed_attempts: int = 0
     spilled: int = 0
+    dead_letters: int = 0
 
 
 class WriteBehindQueue:
@@ -48,13 +50,15 @@ class WriteBehindQueue:
         max_queue: int = 20000,
         shutdown_retry_seconds: float = 30.0,
         spill_dir: Path | None = None,
+        on_written: Callable[[list[Touched]], Awaitable[None]] | None = None,
     ) -> None:
         self._writer = batch_writer_for(engine)
+        self._on_written = on_written  # told what edits and deletes changed, after they are committed
         self._batch_rows = batch_rows
         self._flush_seconds = flush_ms / 1000
         self._max_queue = max_queue
         self._low_water = max_queue // 2
-        self._items: deque[IngestOp | asyncio.Future[None]] = deque()
+        self._items: deque[IngestOp | DeadLetter | asyncio.Future[None]] = deque()
         self._markers = 0
         self._space = asyncio.Event()
         self._space.set()
@@ -76,7 +80,7 @@ class WriteBehindQueue:
         if self._worker is None:
             self._worker = asyncio.create_task(self._run(), name="elefant-ingest")
 
-    def offer(self, op: IngestOp) -> bool:
+    def offer(self, op: IngestOp | DeadLetter) -> bool:
         """Accept `op` if there is room, without awaiting; False when the caller must `put` (and wait)."""
         if self._closing:
             raise RuntimeError("ingestion is closed")
@@ -89,7 +93,7 @@ class WriteBehindQueue:
         self._arrived.set()
         return True
 
-    async def put(self, op: IngestOp) -> None:
+    async def put(self, op: IngestOp | DeadLetter) -> None:
         """Accept one operation; waits only when the queue is full (back-pressure, never a drop)."""
         while not self.offer(op):
             self._space.clear()
@@ -148,8 +152,8 @@ class WriteBehindQueue:
             except TimeoutError:
                 return
 
-    def _take(self) -> tuple[list[IngestOp], list[asyncio.Future[None]]]:
-        batch: list[IngestOp] = []
+    def _take(self) -> tuple[list[IngestOp | DeadLetter], list[asyncio.Future[None]]]:
+        batch: list[IngestOp | DeadLetter] = []
         markers: list[asyncio.Future[None]] = []
         items = self._items
         while items and len(batch) < self._batch_rows:
@@ -163,14 +167,14 @@ class WriteBehindQueue:
             self._space.set()
         return batch, markers
 
-    async def _write(self, batch: list[IngestOp], markers: list[asyncio.Future[None]]) -> None:
+    async def _write(self, batch: list[IngestOp | DeadLetter], markers: list[asyncio.Future[None]]) -> None:
         if batch:
             await self._commit(batch)
         for marker in markers:
             if not marker.done():
                 marker.set_result(None)
 
-    async def _commit(self, batch: list[IngestOp]) -> None:
+    async def _commit(self, batch: list[IngestOp | DeadLetter]) -> None:
         started = time.monotonic()
 
         def give_up(state: RetryCallState) -> bool:
@@ -189,7 +193,7 @@ class WriteBehindQueue:
             )
 
         retrying = AsyncRetrying(
-            retry=retry_if_exception_type(Exception),
+            retry=retry_if_exception(lambda exc: not is_refusal(exc)),  # a refused row is isolated below
             wait=wait_exponential_jitter(initial=0.05, max=5.0),
             stop=give_up,
             before_sleep=report,
@@ -198,21 +202,53 @@ class WriteBehindQueue:
         try:
             async for attempt in retrying:
                 with attempt:
-                    await self._writer.write(batch)
+                    touched = await self._isolating(batch)
         except Exception:
             log.exception("database unavailable at shutdown; spilling %d operations", len(batch))
             self._spill(batch)
             return
-        self.stats.written += len(batch)
         self.stats.batches += 1
+        if touched and self._on_written is not None:
+            try:
+                await self._on_written(touched)
+            except Exception:  # the messages are stored; what depends on them is rebuilt lazily anyway
+                log.exception("dropping the data derived from %d edited or deleted messages failed", len(touched))
 
-    def _spill(self, batch: list[IngestOp]) -> None:
+    async def _isolating(self, batch: list[IngestOp | DeadLetter]) -> list[Touched]:
+        """Write the batch; if a row is refused, halve until the refused rows are alone, and keep those apart.
+
+        Whatever the database says about one row, every other row of the batch is written (in order).
+        """
+        try:
+            touched = await self._writer.write(batch)
+        except Exception as exc:
+            if not is_refusal(exc):
+                raise
+            if len(batch) == 1:
+                return await self._dead_letter(batch[0], exc)
+            middle = len(batch) // 2
+            return await self._isolating(batch[:middle]) + await self._isolating(batch[middle:])
+        self.stats.written += sum(1 for op in batch if not isinstance(op, DeadLetter))
+        return touched
+
+    async def _dead_letter(self, op: IngestOp | DeadLetter, exc: BaseException) -> list[Touched]:
+        if isinstance(op, DeadLetter):  # even the dead letter was refused: only the log can keep it now
+            log.error("a dead letter could not be stored either (%r); it was: %s", exc, op.reason)
+            return []
+        reason = f"{type(exc).__name__}: {exc}"
+        if not self.stats.dead_letters:  # once: the stats count the rest
+            log.error("an ingested record was refused by the database and kept as a dead letter: %s", reason)
+        self.stats.dead_letters += 1
+        await self._writer.write([DeadLetter(op, reason)])
+        return []
+
+    def _spill(self, batch: list[IngestOp | DeadLetter]) -> None:
         directory = self._spill_dir or Path("data")
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"ingest-spill-{int(time.time())}.jsonl"
         with path.open("a", encoding="utf-8") as spill:
             for op in batch:
-                record = {"kind": type(op).__name__, **asdict(op)}
+                record = {"kind": type(op).__name__, **asdict(op)}  # a DeadLetter keeps its op and reason
                 spill.write(json.dumps(record, default=_json_default) + "\n")
         self.stats.spilled += len(batch)
         log.critical("%d operations could not be stored and were saved to %s", len(batch), path)

@@ -1,44 +1,61 @@
-"""MemoryManager: the one entry point the rest of the bot uses for everything it remembers."""
+"""MemoryManager: the one entry point the rest of the bot uses for everything it remembers.
+
+Front ends (the Discord cogs, the console, the importer, the CLI) and the responder talk to this class only;
+its parts (facts, summaries, rollups, context, recall, names, channels, the ingest queue) are its own.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import delete as sa_delete
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from bot.llm.client import LLM
 from bot.llm.embeddings import Embedder
+from bot.llm.prompts import ChatLine
 from bot.memory.caches import CacheReport
 from bot.memory.channels import ChannelScopes, Mode
 from bot.memory.clock import Clock
+from bot.memory.coherence import ChangeFeed, Generations
 from bot.memory.context import ContextBuilder
 from bot.memory.export import member_markdown
 from bot.memory.facts import FactChange, FactsModel, FactsStore, Revision
 from bot.memory.facts_llm import LLMFactsModel
+from bot.memory.forgetting import redact
 from bot.memory.ingest import WriteBehindQueue
 from bot.memory.names import NameDirectory
 from bot.memory.recall import Hit, Recall
 from bot.memory.rollups import Rollups
 from bot.memory.summaries import Summaries
-from bot.memory.types import IncomingMessage, MessageDelete, MessageEdit
 from bot.memory.vectors import Vectors
 from bot.memory.window import ChannelWindow
 from bot.settings import Settings
-from db import deletion
+from db import changes, deletion, members, stats
+from db.changes import Change
 from db.engine import create_session_factory
-from db.models import ChatMessage, GuildSettings, UserOptOut
+from db.messages import DeadLetter, Touched
+from db.records import (
+    IncomingMessage,
+    Kind,
+    MessageDelete,
+    MessageEdit,
+    MessageKind,
+    RefusedRecordError,
+    ReplySource,
+    normalised,
+)
 
 log = logging.getLogger(__name__)
+Work = Callable[[AsyncSession], Awaitable[Counter[str]]]
 
 
 class MemoryManager:
-    """Owns ingestion and facts (and, with the transient track, summaries and context) for every guild."""
+    """Owns ingestion, facts, summaries, context and recall for every guild."""
 
     def __init__(
         self,
@@ -54,9 +71,11 @@ class MemoryManager:
         self.settings = settings
         self.clock = clock or Clock()
         self.sessions = create_session_factory(engine)
+        self.generations = Generations()
         self.names = NameDirectory(self.sessions)
         self.channels = ChannelScopes(self.sessions, self.clock)
         self.window = ChannelWindow()
+        self._llm = llm
         facts_model = facts_model or (
             LLMFactsModel(llm, zone=settings.default_timezone, clock=self.clock) if llm else None
         )
@@ -67,43 +86,102 @@ class MemoryManager:
         self.rollups: Rollups | None = None
         self._context: ContextBuilder | None = None
         if llm is not None and self._facts is not None:
-            self.summaries = Summaries(self.sessions, llm, self.names, settings, self.clock)
-            self.rollups = Rollups(self.sessions, self.summaries, llm, self.names, self.clock)
+            parts = {"generations": self.generations}
+            self.summaries = Summaries(self.sessions, llm, self.names, settings, self.clock, **parts)
+            self.rollups = Rollups(self.sessions, self.summaries, llm, self.names, self.clock, **parts)
             self._context = ContextBuilder(
-                self._facts, self.summaries, llm, self.names, settings=settings, clock=self.clock, rollups=self.rollups
+                self._facts,
+                self.summaries,
+                llm,
+                self.names,
+                settings=settings,
+                clock=self.clock,
+                rollups=self.rollups,
+                **parts,
             )
         self.ingest = WriteBehindQueue(
             engine,
             batch_rows=settings.ingest_batch_rows,
             flush_ms=settings.ingest_flush_ms,
             max_queue=settings.ingest_queue_max,
+            on_written=self._after_writes,
         )
         self._optouts: set[tuple[int, int]] = set()
+        self._zones: dict[int, str] = {}
         self.vectors = Vectors(self.sessions, embedder, self.clock) if embedder is not None else None
         self._recall = Recall(self.sessions, half_life_days=settings.recall_half_life_days, vectors=self.vectors)
+        self.feed = ChangeFeed(engine, self.sessions, self._remote_change)
 
     async def start(self) -> None:
-        """Load what ingestion needs to decide (opt-outs) and start the write-behind worker."""
-        async with self.sessions() as session:
-            rows = await session.execute(select(UserOptOut.guild_id, UserOptOut.user_id))
-            self._optouts = {(g, u) for g, u in rows}
+        """Load what ingestion needs to decide (opt-outs, channels, zones); start the writer and the change feed."""
+        await self._load_choices()
         await self.channels.load()
-        if self.summaries is not None:
-            async with self.sessions() as session:
-                rows = await session.execute(
-                    select(GuildSettings.guild_id, GuildSettings.timezone).where(GuildSettings.timezone.is_not(None))
-                )
-                self.summaries.zones = {guild: zone for guild, zone in rows}
         self.ingest.start()
+        await self.feed.start()
+
+    async def _load_choices(self) -> None:
+        async with self.sessions() as session:
+            self._optouts = await members.optouts(session)
+            self._zones = await members.zones(session)
+        if self.summaries is not None:
+            self.summaries.zones = self._zones
+
+    # ---- ingestion (never waits on the database) -------------------------------------------------------
 
     async def ingest_message(self, message: IncomingMessage) -> bool:
         """Queue a guild message for storage; False when its author opted out (nothing is kept)."""
         if (message.guild_id, message.author_id) in self._optouts:
             return False
+        try:
+            message = normalised(message)  # type: ignore[assignment]
+        except RefusedRecordError as exc:
+            log.warning("a message could not be stored as it is (%s); keeping it as a dead letter", exc)
+            await self.ingest.put(DeadLetter(message, str(exc)))
+            return True
         self.names.note(message.guild_id, message.author_id, message.author_name, message.author_username)
         self.window.add(message)
         if not self.ingest.offer(message):  # the common case costs no extra coroutine
             await self.ingest.put(message)
+        return True
+
+    async def ingest_edit(self, message_id: int, content: str, edited_at: datetime) -> None:
+        """Queue new text for a stored message (what was built from the old text follows once it is stored)."""
+        try:
+            edit = normalised(MessageEdit(message_id, content, edited_at))
+        except RefusedRecordError:
+            return  # no stored message has an impossible id
+        assert isinstance(edit, MessageEdit)
+        self.window.edit(message_id, edit.content)
+        await self.ingest.put(edit)
+
+    async def ingest_delete(self, message_ids: Iterable[int]) -> None:
+        """Queue the removal of one or many messages (bulk deletes included) and of what was built from them."""
+        ids = tuple(message_ids)
+        self.window.delete(ids)
+        if ids:
+            await self.ingest.put(normalised(MessageDelete(ids)))
+
+    async def mark_command(self, message_id: int) -> None:
+        """A stored message turned out to be a command to the bot: it is no news for summaries."""
+        await self.ingest.put(MessageKind(message_id, Kind.COMMAND))
+
+    async def record_reply(
+        self, reply: IncomingMessage, *, members: Iterable[int], messages: Iterable[int] = ()
+    ) -> bool:
+        """Store one of the bot's own replies with what it was built from (members' data, quoted messages).
+
+        A reply built from an opted-out member's data is not stored (False). Deleting any of its sources
+        (forget-me, a purge, a Discord delete, "forget that …") deletes the reply too.
+        """
+        sources = set(members)
+        if any((reply.guild_id, member) in self._optouts for member in sources):
+            return False
+        self.window.add(reply)
+        await self.ingest.put(normalised(IncomingMessage(**{**_fields(reply), "kind": Kind.BOT})))
+        for member in sorted(sources):
+            await self.ingest.put(ReplySource(reply.message_id, reply.guild_id, user_id=member))
+        for quoted in sorted(set(messages)):
+            await self.ingest.put(ReplySource(reply.message_id, reply.guild_id, message_id=quoted))
         return True
 
     async def note_member(self, guild_id: int, user_id: int, display_name: str, username: str | None) -> None:
@@ -111,17 +189,70 @@ class MemoryManager:
         self.names.note(guild_id, user_id, display_name, username)
         await self.names.store(guild_id, user_id, display_name, username, at=self.clock.now())
 
-    async def ingest_edit(self, message_id: int, content: str, edited_at: datetime) -> None:
-        """Queue new text for a stored message."""
-        self.window.edit(message_id, content)
-        await self.ingest.put(MessageEdit(message_id, content, edited_at))
+    def note_name(self, guild_id: int, user_id: int, display_name: str, username: str | None = None) -> None:
+        """Know a member's name before any message of theirs is stored (console, tests)."""
+        self.names.note(guild_id, user_id, display_name, username)
 
-    async def ingest_delete(self, message_ids: Iterable[int]) -> None:
-        """Queue the removal of one or many messages (bulk deletes included)."""
-        ids = tuple(message_ids)
-        self.window.delete(ids)
-        if ids:
-            await self.ingest.put(MessageDelete(ids))
+    async def observe_channel(
+        self,
+        guild_id: int,
+        channel_id: int,
+        *,
+        is_private: bool,
+        parent_id: int | None = None,
+        channel_type: str | None = None,
+    ) -> None:
+        """Record whether a channel or thread is private (and a thread's parent) as messages arrive."""
+        await self.channels.observe(
+            guild_id, channel_id, is_private=is_private, parent_id=parent_id, channel_type=channel_type
+        )
+
+    # ---- what front ends may ask --------------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        """The memory's clock (a fake one in the console and tests)."""
+        return self.clock.now()
+
+    def zone(self, guild_id: int) -> str:
+        """The guild's time zone: its own setting, else DEFAULT_TIMEZONE."""
+        return self._zones.get(guild_id, self.settings.default_timezone)
+
+    async def name(self, guild_id: int, user_id: int) -> str:
+        """A member's display name, or a neutral placeholder that never pings."""
+        return await self.names.name(guild_id, user_id)
+
+    async def display_names(self, guild_id: int, user_ids: set[int]) -> dict[int, str]:
+        """Display names of the members that have one."""
+        return await self.names.names(guild_id, user_ids)
+
+    async def resolve(self, guild_id: int, name: str) -> list[int]:
+        """Members called `name` (display name or username, in any case and script); several: ambiguous."""
+        return await self.names.resolve(guild_id, name)
+
+    async def render_mentions(self, guild_id: int, text: str, *, at: bool = True) -> str:
+        """`<@id>` written as names, so nothing shown or sent pings anyone."""
+        return await self.names.render_mentions(guild_id, text, at=at)
+
+    def channel_lines(
+        self, guild_id: int, channel_id: int, *, budget_tokens: int, before: int | None = None
+    ) -> list[ChatLine]:
+        """The channel's own latest messages within a token budget (a private channel's talk stays in it)."""
+        return self.window.recent(guild_id, channel_id, budget_tokens=budget_tokens, before=before)
+
+    async def stats(self, guild_id: int) -> dict[str, int]:
+        """What is stored for a guild and what the model cost in the last 24 hours (after pending writes)."""
+        await self.flush()
+        async with self.sessions() as session:
+            figures = await stats.guild_stats(session, guild_id, now=self.clock.now())
+        figures["dead_letters_session"] = self.ingest.stats.dead_letters
+        return figures
+
+    async def last_message_at(self, guild_id: int, user_id: int) -> datetime | None:
+        """When a member's newest stored message was written."""
+        async with self.sessions() as session:
+            return await stats.last_message_at(session, guild_id, user_id)
+
+    # ---- facts ------------------------------------------------------------------------------------------------
 
     @property
     def fact_store(self) -> FactsStore:
@@ -137,12 +268,31 @@ class MemoryManager:
     async def remember(self, guild_id: int, user_id: int, fact: str, *, requested_by: int) -> FactChange:
         """Merge a fact about a member into what is known (newer wins), as a new revision."""
         subject = await self.names.name(guild_id, user_id)
-        return await self.fact_store.remember(guild_id, user_id, fact, requested_by=requested_by, subject=subject)
+        change = await self.fact_store.remember(guild_id, user_id, fact, requested_by=requested_by, subject=subject)
+        if change.changed:
+            await self._changed(guild_id, user_id, "facts")
+        return change
 
     async def forget(self, guild_id: int, user_id: int, fact: str, *, requested_by: int) -> FactChange:
-        """Remove a fact about a member; `.found` says whether there was anything to remove."""
+        """Forget a statement about a member: from the facts and from everything memory keeps that repeats it.
+
+        `.found` says whether it was anywhere; `.redacted` counts the messages, replies and summaries it left
+        (their days' summaries and the facts' history are cleaned too).
+        """
         subject = await self.names.name(guild_id, user_id)
-        return await self.fact_store.forget(guild_id, user_id, fact, requested_by=requested_by, subject=subject)
+        change = await self.fact_store.forget(guild_id, user_id, fact, requested_by=requested_by, subject=subject)
+        await self.flush()  # what is still queued (the command itself) is redacted too
+        async with self.sessions() as session, session.begin():
+            await changes.lock_guild(session, guild_id)
+            done = await redact(session, guild_id, user_id, [subject], fact)
+            if done.anything or change.changed:
+                await changes.record(session, guild_id, user_id, "forget", origin=self.feed.origin, at=self.clock.now())
+        self.window.delete(done.message_ids)
+        self._invalidate(guild_id, user_id)
+        redacted = done.counts["messages"] + done.counts["bot_replies"] + done.counts["summaries"]
+        return FactChange(
+            change.before, change.after, change.revision_id, found=change.found or redacted > 0, redacted=redacted
+        )
 
     async def fact_history(self, guild_id: int, user_id: int, *, limit: int = 25) -> list[Revision]:
         """Revisions of a member's facts, newest first."""
@@ -150,10 +300,15 @@ class MemoryManager:
 
     async def revert(self, guild_id: int, user_id: int, revision_id: int, *, requested_by: int) -> FactChange:
         """Undo a revision (restore the blob as it was before it), recorded as a new revision."""
-        return await self.fact_store.revert(guild_id, user_id, revision_id, requested_by=requested_by)
+        change = await self.fact_store.revert(guild_id, user_id, revision_id, requested_by=requested_by)
+        if change.changed:
+            await self._changed(guild_id, user_id, "facts")
+        return change
+
+    # ---- context and recall ---------------------------------------------------------------------------------
 
     async def get_memories(self, guild_id: int, user_id: int, *, now: datetime | None = None) -> str | None:
-        """A member's merged context (facts, today, the last week); None when nothing is known."""
+        """A member's merged context (facts, today, the last week, earlier); None when nothing is known."""
         if self._context is None:
             return await self.facts(guild_id, user_id)
         return await self._context.get_memories(guild_id, user_id, now=now)
@@ -208,6 +363,8 @@ class MemoryManager:
         text = await member_markdown(self.sessions, guild_id, user_id, name)
         return await self.names.render_mentions(guild_id, text, at=False)
 
+    # ---- choices and deletion -----------------------------------------------------------------------------
+
     async def apply_retention(self) -> Counter[str]:
         """Delete messages older than RETENTION_DAYS in every guild (0 keeps everything); rows per table."""
         total: Counter[str] = Counter()
@@ -215,81 +372,90 @@ class MemoryManager:
             return total
         cutoff = self.clock.now() - timedelta(days=self.settings.retention_days)
         async with self.sessions() as session:
-            guilds = (
-                await session.scalars(select(ChatMessage.guild_id).where(ChatMessage.timestamp < cutoff).distinct())
-            ).all()
+            guilds = await stats.guilds_with_messages_before(session, cutoff)
         for guild_id in guilds:
             total += await self.purge_before(guild_id, cutoff)
         return total
-
-    def zone(self, guild_id: int) -> str:
-        """The guild's time zone: its own setting, else DEFAULT_TIMEZONE."""
-        return self.summaries.zone(guild_id) if self.summaries is not None else self.settings.default_timezone
 
     async def set_channel_mode(self, guild_id: int, channel_id: int, mode: Mode) -> Counter[str]:
         """Include, exclude or auto-scope a channel; summaries that saw it under the old rule are dropped."""
         was_shared = self.channels.shared(guild_id, channel_id)
         await self.channels.set_mode(guild_id, channel_id, mode)
         if self.channels.shared(guild_id, channel_id) == was_shared:
+            await self._changed(guild_id, None, "channel")
             return Counter()
-        return await self._delete(
-            guild_id, None, deletion.drop_channel_summaries(guild_id=guild_id, channel_id=channel_id)
-        )
+        work = deletion.drop_channel_summaries(guild_id=guild_id, channel_id=channel_id)
+        return await self._delete(guild_id, None, work, "channel")
 
     async def set_timezone(self, guild_id: int, zone: str) -> None:
         """A guild's own time zone for its days (an IANA name, validated); caches of the guild are dropped."""
         ZoneInfo(zone)  # raises for an unknown zone, before anything changes
         async with self.sessions() as session, session.begin():
-            row = await session.get(GuildSettings, guild_id)
-            if row is None:
-                session.add(GuildSettings(guild_id=guild_id, timezone=zone, updated_at=self.clock.now()))
-            else:
-                row.timezone, row.updated_at = zone, self.clock.now()
-        if self.summaries is not None:
-            self.summaries.zones[guild_id] = zone
-            self.summaries.drop(guild_id)
-        if self._context is not None:
-            self._context.drop(guild_id)
+            await members.set_zone(session, guild_id, zone, at=self.clock.now())
+        self._zones[guild_id] = zone
+        await self._changed(guild_id, None, "timezone")
 
     async def forget_member(self, guild_id: int, user_id: int) -> Counter[str]:
         """Delete everything about a member in a guild — every table and every cache; rows deleted per table."""
-        return await self._delete(guild_id, user_id, deletion.delete_member(guild_id=guild_id, user_id=user_id))
+        return await self._delete(
+            guild_id, user_id, deletion.delete_member(guild_id=guild_id, user_id=user_id), "forget_member"
+        )
 
     async def purge_channel(self, guild_id: int, channel_id: int) -> Counter[str]:
         """Delete a channel's messages and the summaries built from them."""
-        return await self._delete(guild_id, None, deletion.delete_channel(guild_id=guild_id, channel_id=channel_id))
+        work = deletion.delete_channel(guild_id=guild_id, channel_id=channel_id)
+        return await self._delete(guild_id, None, work, "purge_channel")
 
     async def purge_before(self, guild_id: int, before: datetime) -> Counter[str]:
         """Delete a guild's messages older than `before`, and the summaries of those days."""
-        return await self._delete(guild_id, None, deletion.delete_before(guild_id=guild_id, before=before))
+        return await self._delete(
+            guild_id, None, deletion.delete_before(guild_id=guild_id, before=before), "purge_before"
+        )
 
     async def purge_guild(self, guild_id: int) -> Counter[str]:
-        """Delete everything kept about a guild."""
-        counts = await self._delete(guild_id, None, deletion.delete_guild(guild_id=guild_id))
-        self._optouts = {key for key in self._optouts if key[0] != guild_id}
-        return counts
+        """Delete everything the guild said and what was built from it; its privacy choices stay."""
+        return await self._delete(guild_id, None, deletion.delete_guild(guild_id=guild_id), "purge_guild")
 
     async def opt_out(self, guild_id: int, user_id: int, *, delete_stored: bool) -> Counter[str]:
         """Stop storing a member's messages (and, if asked, delete what is stored)."""
         self._optouts.add((guild_id, user_id))
         async with self.sessions() as session, session.begin():
-            await session.merge(UserOptOut(guild_id=guild_id, user_id=user_id, at=self.clock.now()))
+            await members.opt_out(session, guild_id, user_id, at=self.clock.now())
+        await self._changed(guild_id, user_id, "optout")
         return await self.forget_member(guild_id, user_id) if delete_stored else Counter()
 
     async def opt_in(self, guild_id: int, user_id: int) -> None:
         """Store a member's messages again."""
         self._optouts.discard((guild_id, user_id))
         async with self.sessions() as session, session.begin():
-            await session.execute(
-                sa_delete(UserOptOut).where(UserOptOut.guild_id == guild_id, UserOptOut.user_id == user_id)
-            )
+            await members.opt_in(session, guild_id, user_id)
+        await self._changed(guild_id, user_id, "optout")
 
-    async def _delete(self, guild_id: int, user_id: int | None, work: deletion.Deletion) -> Counter[str]:
+    def opted_out(self, guild_id: int, user_id: int) -> bool:
+        """Whether the member asked not to be stored in this guild."""
+        return (guild_id, user_id) in self._optouts
+
+    async def _delete(self, guild_id: int, user_id: int | None, work: Work, what: str) -> Counter[str]:
         await self.flush()  # what is still queued must not land after the deletion
         async with self.sessions() as session, session.begin():
+            await changes.lock_guild(session, guild_id)
             counts = await work(session)
-        self.names.drop(guild_id, user_id)
+            await changes.record(session, guild_id, user_id, what, origin=self.feed.origin, at=self.clock.now())
         self.window.drop(guild_id, user_id)
+        self._invalidate(guild_id, user_id)
+        log.info("deleted in guild %s: %s", guild_id, dict(counts))
+        return counts
+
+    async def _changed(self, guild_id: int, user_id: int | None, what: str) -> None:
+        """Log a change for other processes and drop what this one cached."""
+        async with self.sessions() as session, session.begin():
+            await changes.record(session, guild_id, user_id, what, origin=self.feed.origin, at=self.clock.now())
+        self._invalidate(guild_id, user_id)
+
+    def _invalidate(self, guild_id: int, user_id: int | None) -> None:
+        """Drop everything this process cached that a change in the guild (about a member) may have made false."""
+        self.generations.bump(guild_id)  # builds running now will neither cache nor store their result
+        self.names.drop(guild_id, user_id)
         if self._facts is not None:
             self._facts.drop_cached(guild_id, user_id)
         if self.summaries is not None:
@@ -298,18 +464,51 @@ class MemoryManager:
             self._context.drop(guild_id)
         if self.vectors is not None:
             self.vectors.drop(guild_id)
-        log.info("deleted in guild %s: %s", guild_id, dict(counts))
-        return counts
+
+    async def _remote_change(self, change: Change) -> None:
+        """Another process changed memory: follow it."""
+        if change.what in {"optout", "purge_guild", "forget_member", "timezone"}:
+            await self._load_choices()
+        if change.what == "channel":
+            await self.channels.load()
+        if change.what in {"forget_member", "purge_guild"}:
+            self.window.drop(change.guild_id, change.user_id)
+        elif change.what in {"purge_channel", "purge_before", "forget"}:
+            self.window.drop(change.guild_id, None)  # the window cannot tell which lines went
+        self._invalidate(change.guild_id, change.user_id)
+
+    async def _after_writes(self, touched: list[Touched]) -> None:
+        """Edits, deletes and re-kindings were stored: drop what was built from the old text, everywhere."""
+        by_guild: dict[int, list[Touched]] = {}
+        for row in touched:
+            by_guild.setdefault(row.guild_id, []).append(row)
+        for guild_id, rows in by_guild.items():
+            counts: Counter[str] = Counter()
+            async with self.sessions() as session, session.begin():
+                await changes.lock_guild(session, guild_id)
+                await deletion.drop_derived(session, guild_id, deletion.utc_days(r.at for r in rows), counts)
+                await deletion.drop_replies(session, guild_id, messages=[r.message_id for r in rows], counts=counts)
+                await changes.record(session, guild_id, None, "messages", origin=self.feed.origin, at=self.clock.now())
+            self._invalidate(guild_id, None)
+
+    # ---- lifecycle ----------------------------------------------------------------------------------------------
 
     async def flush(self) -> None:
-        """Wait until everything queued so far is committed."""
+        """Wait until everything queued so far is committed (and the usage records written)."""
         await self.ingest.flush()
+        if self._llm is not None:
+            await self._llm.flush_usage()
 
     async def close(self) -> None:
         """Drain the queue and stop background work; the engine stays open for its owner to dispose."""
+        await self.feed.close()
         # Outermost first: a context build waits on rollups and summaries, which would otherwise outlive the
         # engine and leave a connection to the garbage collector.
         for part in (self._context, self.rollups, self.summaries):
             if part is not None:
                 await part.close()
         await self.ingest.close()
+
+
+def _fields(message: IncomingMessage) -> dict[str, Any]:
+    return {name: getattr(message, name) for name in IncomingMessage.__dataclass_fields__}

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 
 from cachetools import LRUCache
-from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.memory.caches import drop_entries
-from db.models import MemberName
+from bot.text import MENTION
+from db import names as store
+from db.names import fold
 
-MENTION = re.compile(r"<@!?(\d{15,20})>")
+__all__ = ["MENTION", "NameDirectory"]
 
 
 class NameDirectory:
@@ -35,15 +35,7 @@ class NameDirectory:
     ) -> None:
         """Write a name straight to `member_names` (name changes are rare; messages go through ingestion)."""
         async with self._sessions() as session, session.begin():
-            await session.merge(
-                MemberName(
-                    guild_id=guild_id,
-                    user_id=user_id,
-                    display_name=display_name[:100],
-                    username=username,
-                    updated_at=at,
-                )
-            )
+            await store.store(session, guild_id, user_id, display_name, username, at=at)
 
     def drop(self, guild_id: int, user_id: int | None = None) -> None:
         """Forget cached names of a member, or of a whole guild (after a purge)."""
@@ -51,21 +43,15 @@ class NameDirectory:
 
     async def resolve(self, guild_id: int, name: str) -> list[int]:
         """User IDs whose display name or username equals `name` (case-insensitive); several = ambiguous."""
-        wanted = name.strip().lstrip("@").casefold()
+        wanted = fold(name.strip().lstrip("@"))
         if not wanted:
             return []
         async with self._sessions() as session:
-            rows = await session.execute(
-                select(MemberName.user_id, MemberName.display_name, MemberName.username).where(
-                    MemberName.guild_id == guild_id,
-                    or_(func.lower(MemberName.display_name) == wanted, func.lower(MemberName.username) == wanted),
-                )
-            )
-            stored = {user_id: (display, username) for user_id, display, username in rows}
+            stored = await store.matching(session, guild_id, wanted)
         for (guild, user_id), names in self._recent.items():
             if guild == guild_id:
                 stored[user_id] = names  # the newest name wins, also when it no longer matches
-        return sorted(u for u, names in stored.items() if any(n and n.casefold() == wanted for n in names))
+        return sorted(u for u, names in stored.items() if any(n and fold(n) == wanted for n in names))
 
     async def names(self, guild_id: int, user_ids: set[int]) -> dict[int, str]:
         """Display names for `user_ids`; unknown IDs are left out."""
@@ -75,12 +61,7 @@ class NameDirectory:
         missing = user_ids - found.keys()
         if missing:
             async with self._sessions() as session:
-                rows = await session.execute(
-                    select(MemberName.user_id, MemberName.display_name).where(
-                        MemberName.guild_id == guild_id, MemberName.user_id.in_(missing)
-                    )
-                )
-                found.update({user_id: name for user_id, name in rows})
+                found.update(await store.display_names(session, guild_id, missing))
         return found
 
     async def name(self, guild_id: int, user_id: int) -> str:

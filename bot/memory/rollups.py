@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import asyncio
 from datetime import date, timedelta
-from html import escape
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.lifecycle import keep
 from bot.llm.client import LLM
-from bot.llm.prompts import when
+from bot.llm.prompts import when, xml_text
 from bot.llm.types import LLMError
 from bot.memory.caches import CountingLRU, drop_entries
 from bot.memory.clock import Clock
+from bot.memory.coherence import Generations
+from bot.memory.flight import SingleFlight
 from bot.memory.names import NameDirectory
-from bot.memory.summaries import SingleFlight, Summaries
+from bot.memory.summaries import Summaries
+from db import changes
 from db import summaries as store
 from db.summaries import Period
 
@@ -68,12 +70,15 @@ class Rollups:
         llm: LLM,
         names: NameDirectory,
         clock: Clock,
+        *,
+        generations: Generations | None = None,
     ) -> None:
         self._sessions = sessions
         self._summaries = summaries
         self._llm = llm
         self._names = names
         self._clock = clock
+        self._generations = generations or Generations()
         self._cache: CountingLRU[tuple[int, int, str, date], str] = CountingLRU(65536)
         self._flight = SingleFlight()
 
@@ -128,15 +133,19 @@ class Rollups:
             return self._cache[key]
         except KeyError:
             pass
+        generation = self._generations.of(guild_id)
         async with self._sessions() as session:
             stored = await store.stored_rollup(session, guild_id, user_id, period)
+            seen = await changes.latest(session, guild_id) if stored is None and build else 0
         if stored is None and build:
-            stored = await self._build(guild_id, user_id, period)
-        if stored is not None:
+            stored = await self._build(guild_id, user_id, period, seen)
+        if stored is not None and self._generations.of(guild_id) == generation:
             self._cache[key] = stored
         return stored
 
-    async def _build(self, guild_id: int, user_id: int, period: Period) -> str | None:
+    async def _build(self, guild_id: int, user_id: int, period: Period, seen: int) -> str | None:
+        """Summarise a member's period; stored only when it says something (a quiet period is remembered in
+        this process only, so nothing is written about a member who is gone) and no change came since `seen`."""
         days = [period.start + timedelta(days=k) for k in range((period.end - period.start).days)]
         try:
             dailies = [(d.isoformat(), (await self._summaries.past_day(guild_id, d)).get(user_id, "")) for d in days]
@@ -153,7 +162,7 @@ class Rollups:
                         "start_day": dailies[0][0],
                         "end_day": dailies[-1][0],
                         "days": dailies,
-                        "days_xml": "\n".join(f'<day date="{d}">{escape(t)}</day>' for d, t in dailies),
+                        "days_xml": "\n".join(f'<day date="{d}">{xml_text(t)}</day>' for d, t in dailies),
                         **when(self._clock.now(), self._summaries.zone(guild_id)),
                     },
                     role="batch",
@@ -164,15 +173,18 @@ class Rollups:
             except LLMError:
                 return None
             text, model = result.text.strip(), result.model
+        if not text:
+            return text
         async with self._sessions() as session, session.begin():
-            await store.save_rollup(
-                session,
-                guild_id,
-                user_id,
-                period,
-                text,
-                model=model or "none",
-                version=self._llm.version("historical_summary"),
-                at=self._clock.now(),
-            )
+            if await changes.unchanged(session, guild_id, seen):
+                await store.save_rollup(
+                    session,
+                    guild_id,
+                    user_id,
+                    period,
+                    text,
+                    model=model,
+                    version=self._llm.version("historical_summary"),
+                    at=self._clock.now(),
+                )
         return text

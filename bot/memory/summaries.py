@@ -2,61 +2,32 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Hashable
 from datetime import date, datetime, timedelta
-from typing import Any, TypeVar
-from xml.sax.saxutils import escape
+from typing import TypeVar
 from zoneinfo import ZoneInfo
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.llm.client import LLM
-from bot.llm.prompts import ChatLine, transcript, when
+from bot.llm.prompts import ChatLine, transcript, when, xml_text
 from bot.llm.schemas import DailySummaries
 from bot.llm.tokens import estimate_tokens, trim_to_chars
 from bot.llm.types import LLMError
 from bot.memory.caches import CacheReport, CountingLRU, CountingTTL, drop_entries
 from bot.memory.clock import Clock, day_bounds, local_day
-from bot.memory.names import MENTION, NameDirectory
+from bot.memory.coherence import Generations
+from bot.memory.flight import SingleFlight
+from bot.memory.names import NameDirectory
 from bot.settings import Settings
+from bot.text import MENTION
+from db import changes
 from db import summaries as store
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 HOUR = 3600
 SUMMARY_CHARS = 600  # a chunked day's per-user results are merged up to this length
-
-
-class SingleFlight:
-    """Concurrent requests for one key share one computation; a waiter that gives up does not cancel it."""
-
-    def __init__(self) -> None:
-        self._running: dict[Hashable, asyncio.Future[Any]] = {}
-
-    def start(self, key: Hashable, factory: Callable[[], Awaitable[T]]) -> asyncio.Future[T]:
-        """The computation for `key`: the one running, else `factory()` started and registered now.
-
-        Registered before this returns, so `stop()` reaches even work that has not had its first step yet.
-        """
-        future = self._running.get(key)
-        if future is None:
-            future = asyncio.ensure_future(factory())
-            self._running[key] = future
-            future.add_done_callback(lambda _: self._running.pop(key, None))
-        return future
-
-    async def run(self, key: Hashable, factory: Callable[[], Awaitable[T]]) -> T:
-        """The result of `factory()`, computed once for everyone asking for `key` meanwhile."""
-        return await asyncio.shield(self.start(key, factory))
-
-    async def stop(self) -> None:
-        """Cancel every computation still running and wait for them (at shutdown, before the engine goes)."""
-        running = list(self._running.values())
-        for future in running:
-            future.cancel()
-        await asyncio.gather(*running, return_exceptions=True)
 
 
 class Summaries:
@@ -69,8 +40,11 @@ class Summaries:
         names: NameDirectory,
         settings: Settings,
         clock: Clock,
+        *,
+        generations: Generations | None = None,
     ) -> None:
         self._sessions = sessions
+        self._generations = generations or Generations()
         self._llm = llm
         self._names = names
         self._settings = settings
@@ -111,10 +85,11 @@ class Summaries:
         return await self._flight.run(("today", *key), lambda: self._compute_today(guild_id, now, key))
 
     async def _compute_today(self, guild_id: int, now: datetime, key: tuple[int, str]) -> dict[int, str]:
+        generation = self._generations.of(guild_id)
         day = local_day(now, self.zone(guild_id))
         start, _ = day_bounds(day, self.zone(guild_id))
         summaries, degraded = await self._summarise(guild_id, day, start, now, fallback=True)
-        if not degraded:
+        if not degraded and self._generations.of(guild_id) == generation:  # nothing changed meanwhile
             self._today[key] = summaries
         return summaries
 
@@ -132,19 +107,23 @@ class Summaries:
             return self._past[(guild_id, day)]
         except KeyError:
             pass
+        generation = self._generations.of(guild_id)
         async with self._sessions() as session:
             stored = await store.stored_day(session, guild_id, day)
-        if stored is not None:
+        if stored is not None and self._generations.of(guild_id) == generation:
             self._past[(guild_id, day)] = stored
         return stored
 
     async def _load_or_compute_day(self, guild_id: int, day: date) -> dict[int, str]:
+        generation = self._generations.of(guild_id)
         async with self._sessions() as session:
             stored = await store.stored_day(session, guild_id, day)
+            seen = await changes.latest(session, guild_id) if stored is None else 0
         if stored is None:
             start, end = day_bounds(day, self.zone(guild_id))
-            stored, _ = await self._summarise(guild_id, day, start, end, fallback=False, persist=True)
-        self._past[(guild_id, day)] = stored
+            stored, _ = await self._summarise(guild_id, day, start, end, fallback=False, persist=True, seen=seen)
+        if self._generations.of(guild_id) == generation:
+            self._past[(guild_id, day)] = stored
         return stored
 
     async def history(self, guild_id: int, user_id: int, today: date) -> str:
@@ -166,11 +145,13 @@ class Summaries:
 
     async def _compute_history(self, key: tuple[int, int, date], dailies: list[tuple[str, str]], joined: str) -> str:
         guild_id, user_id, end = key
+        generation = self._generations.of(guild_id)
         async with self._sessions() as session:
             stored = await store.stored_history(session, guild_id, user_id, end)
+            seen = await changes.latest(session, guild_id) if stored is None else 0
         if stored is None:
             subject = await self._names.name(guild_id, user_id)
-            days_xml = "\n".join(f'<day date="{d}">{escape(text)}</day>' for d, text in dailies)
+            days_xml = "\n".join(f'<day date="{d}">{xml_text(text)}</day>' for d, text in dailies)
             try:
                 result = await self._llm.run(
                     "historical_summary",
@@ -191,22 +172,33 @@ class Summaries:
                 return trim_to_chars(joined, 2 * SUMMARY_CHARS, keep="end")  # not persisted: try again later
             stored = result.text.strip()
             async with self._sessions() as session, session.begin():
-                await store.save_history(
-                    session,
-                    guild_id,
-                    user_id,
-                    end,
-                    stored,
-                    model=result.model,
-                    version=self._llm.version("historical_summary"),
-                    at=self._clock.now(),
-                )
-        self._history[key] = stored
+                if await changes.unchanged(session, guild_id, seen):  # a deletion since: the input is stale
+                    await store.save_history(
+                        session,
+                        guild_id,
+                        user_id,
+                        end,
+                        stored,
+                        model=result.model,
+                        version=self._llm.version("historical_summary"),
+                        at=self._clock.now(),
+                    )
+        if self._generations.of(guild_id) == generation:
+            self._history[key] = stored
         return stored
 
     async def _summarise(
-        self, guild_id: int, day: date, start: datetime, end: datetime, *, fallback: bool, persist: bool = False
+        self,
+        guild_id: int,
+        day: date,
+        start: datetime,
+        end: datetime,
+        *,
+        fallback: bool,
+        persist: bool = False,
+        seen: int = 0,
     ) -> tuple[dict[int, str], bool]:
+        """One guild-day summarised; with `persist`, stored unless the guild changed after change `seen`."""
         async with self._sessions() as session:
             rows = await store.day_messages(session, guild_id, start, end)
         if not rows:
@@ -242,8 +234,10 @@ class Summaries:
             for author in authors:  # a refused (blocked) day is stored empty, so it is not retried forever
                 summaries.setdefault(author, [])
         merged = {user: trim_to_chars(" ".join(parts), SUMMARY_CHARS) for user, parts in summaries.items()}
-        if persist and not degraded:
+        if persist and not degraded and merged:
             async with self._sessions() as session, session.begin():
+                if not await changes.unchanged(session, guild_id, seen):
+                    return merged, degraded  # a deletion since the build began: never write it back
                 await store.save_day(
                     session,
                     guild_id,

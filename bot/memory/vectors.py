@@ -8,13 +8,12 @@ from array import array
 from collections.abc import Sequence
 
 from cachetools import LRUCache
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.llm.embeddings import Embedder, Task
 from bot.memory.caches import drop_entries
 from bot.memory.clock import Clock
-from db.models import Embedding
+from db import vectors as store
 
 
 def content_hash(text: str) -> str:
@@ -54,29 +53,20 @@ class Vectors:
         missing = [k for _, k in dict.fromkeys(keys) if (guild_id, k) not in self._recent]
         if missing:
             async with self._sessions() as session:
-                rows = await session.execute(
-                    select(Embedding.content_hash, Embedding.vector).where(
-                        Embedding.guild_id == guild_id,
-                        Embedding.model == self._embedder.model,
-                        Embedding.content_hash.in_(missing),
-                    )
-                )
-                for key, blob in rows:
+                for key, blob in (await store.load(session, guild_id, self._embedder.model, missing)).items():
                     self._recent[(guild_id, key)] = array("f", blob).tolist()
         todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in self._recent}
         if todo:
             self.model_calls += 1
             fresh = await self._embedder.embed(list(todo.values()), task=task)
+            for key, vector in zip(todo, fresh, strict=True):
+                self._recent[key] = vector
             async with self._sessions() as session, session.begin():
-                for key, vector in zip(todo, fresh, strict=True):
-                    self._recent[key] = vector
-                    await session.merge(
-                        Embedding(
-                            guild_id=guild_id,
-                            content_hash=key[1],
-                            model=self._embedder.model,
-                            vector=array("f", vector).tobytes(),
-                            created_at=self._clock.now(),
-                        )
-                    )
+                await store.save(
+                    session,
+                    guild_id,
+                    self._embedder.model,
+                    {key[1]: array("f", v).tobytes() for key, v in zip(todo, fresh, strict=True)},
+                    at=self._clock.now(),
+                )
         return [self._recent[k] for k in keys]

@@ -20,6 +20,7 @@ from tests.discord.interactions import Interactions, Sent
 
 @pytest.fixture
 async def bot(engine, settings):
+    settings = settings.model_copy(update={"memory_wait_seconds": 60})  # cache figures, not the latency guard
     memory = MemoryManager(engine, settings, llm=LLM(None, prompts=load_prompts()), clock=Clock())
     await memory.start()
     responder = Responder(memory, router=None, chatter=lambda request, context: "ok", policy="anyone")

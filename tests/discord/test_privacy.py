@@ -20,7 +20,7 @@ SECRET = "the vault code is 4242"
 async def bot(engine, settings, llm):
     memory = MemoryManager(engine, settings, llm=llm, clock=Clock())
     await memory.start()
-    turns = ModelTurns(llm, memory.names, settings, memory.window)
+    turns = ModelTurns(llm, memory, settings)
     responder = Responder(memory, router=turns.route, chatter=turns.chat, policy="anyone")
     bot = ElefantBot(memory=memory, responder=responder, settings=settings, sync_commands=False)
     dpytest.configure(bot, text_channels=["general", "staff"], members=["alice"])

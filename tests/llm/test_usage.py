@@ -28,7 +28,7 @@ async def test_every_call_is_recorded_with_tokens(engine, stub):
     await llm.run("condense", VARS, guild_id=GUILD, role="batch")
     await llm.run("condense", VARS, guild_id=GUILD)  # fails, falls back offline
     await llm.run("condense", VARS, guild_id=GUILD)  # breaker open: skipped, offline
-    await client.aio.aclose()
+    await llm.close()  # the records are written behind the calls; closing writes what is pending
     async with sessions() as session:
         rows = (await session.scalars(select(LlmCall).order_by(LlmCall.id))).all()
     summary = [(r.provider, r.outcome, r.role, r.tokens_in, r.tokens_out, r.guild_id) for r in rows]
@@ -43,6 +43,7 @@ async def test_a_failing_insert_never_fails_the_call(tmp_path, caplog):
     unmigrated = create_engine(f"sqlite+aiosqlite:///{tmp_path}/empty.db")  # no llm_calls table
     llm = LLM(None, prompts=load_prompts(), usage=UsageRecorder(create_session_factory(unmigrated)))
     result = await llm.run("condense", VARS)
+    await llm.close()
     await unmigrated.dispose()
     assert result.text == "Bob is Sergey."
     assert "could not record" in caplog.text

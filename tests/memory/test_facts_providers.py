@@ -41,7 +41,13 @@ async def test_the_cap_holds_after_200_remembers(store):
 def test_stub_answers_are_json_where_parsed():
     reply = scripted_model(
         StubRequest(
-            "m", {"contents": [{"parts": [{"text": "<existing_facts>A.</existing_facts><forget>A</forget>"}]}]}, None
+            "m",
+            {
+                "contents": [
+                    {"parts": [{"text": "<existing_facts>Ana likes tea.</existing_facts><forget>likes tea</forget>"}]}
+                ]
+            },
+            None,
         )
     )
     assert json.loads(reply.text) == {"found": True, "memory": ""}

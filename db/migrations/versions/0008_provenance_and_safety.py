@@ -56,6 +56,7 @@ def upgrade() -> None:
         _surrogate(),
         sa.Column("at", UTCDateTime(), nullable=False),
         sa.Column("guild_id", sa.BigInteger(), nullable=True),
+        sa.Column("channel_id", sa.BigInteger(), nullable=True),
         sa.Column("user_id", sa.BigInteger(), nullable=True),
         sa.Column("message_id", sa.BigInteger(), nullable=True),
         sa.Column("reason", sa.Text(), nullable=False),

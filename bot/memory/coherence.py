@@ -1,0 +1,110 @@
+"""Keeping this process's caches true when memory changes: here, or in another process sharing the database.
+
+`Generations` is a counter per guild, bumped by every change; a build that began before a change neither
+caches nor stores what it made (`Summaries`, `Rollups`, `ContextBuilder` compare the counter). `ChangeFeed`
+hears of other processes' changes through the change log (db/changes.py): it polls every half second, and
+on PostgreSQL a NOTIFY wakes it at once, so a CLI purge reaches a running bot's caches within a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
+
+from db import changes
+from db.changes import Change
+
+log = logging.getLogger(__name__)
+POLL_SECONDS = 0.5
+
+
+class Generations:
+    """How many changes this process has seen per guild (its own and others')."""
+
+    def __init__(self) -> None:
+        self._counts: defaultdict[int, int] = defaultdict(int)
+
+    def of(self, guild_id: int) -> int:
+        """The guild's current generation; compare before caching what a build made."""
+        return self._counts[guild_id]
+
+    def bump(self, guild_id: int) -> None:
+        """Something in the guild changed."""
+        self._counts[guild_id] += 1
+
+
+class ChangeFeed:
+    """Calls `on_change` for every change another process logs, in order, within about POLL_SECONDS."""
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        sessions: async_sessionmaker[AsyncSession],
+        on_change: Callable[[Change], Awaitable[None]],
+    ) -> None:
+        self._engine = engine
+        self._sessions = sessions
+        self._on_change = on_change
+        self.origin = uuid.uuid4().hex[:16]  # this process: its own changes are handled where they are made
+        self._last = 0
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._listener: AsyncConnection | None = None
+
+    async def start(self) -> None:
+        """Begin after the newest change so far (older ones are in SQL already), and listen."""
+        async with self._sessions() as session:
+            self._last = await changes.newest(session)
+        if self._engine.dialect.name == "postgresql":
+            await self._listen()
+        self._task = asyncio.create_task(self._run(), name="elefant-change-feed")
+
+    async def _listen(self) -> None:
+        try:
+            self._listener = await self._engine.connect()
+            raw: Any = (await self._listener.get_raw_connection()).driver_connection
+            await raw.add_listener(changes.CHANNEL, lambda *_: self._wake.set())
+        except Exception:  # polling alone still keeps caches within a second of the truth
+            log.warning("could not LISTEN for memory changes; polling only", exc_info=True)
+            await self._close_listener()
+
+    async def _run(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):  # not wait_for: on 3.11 it can swallow a cancel
+                async with asyncio.timeout(POLL_SECONDS):
+                    await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self.poll()
+            except Exception:  # the database may be away for a while; keep trying
+                log.warning("reading the change log failed; trying again", exc_info=True)
+
+    async def poll(self) -> None:
+        """Apply every change logged since the last poll (tests call it to skip the wait)."""
+        async with self._sessions() as session:
+            found = await changes.after(session, self._last)
+        for change in found:
+            self._last = change.id
+            if change.origin != self.origin:
+                await self._on_change(change)
+
+    async def close(self) -> None:
+        """Stop polling and listening."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        await self._close_listener()
+
+    async def _close_listener(self) -> None:
+        if self._listener is not None:
+            with contextlib.suppress(Exception):
+                await self._listener.close()
+            self._listener = None

@@ -1,0 +1,43 @@
+"""Single flight: concurrent requests for one key share one computation, and shutdown stops them all."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class SingleFlight:
+    """Concurrent requests for one key share one computation; a waiter that gives up does not cancel it."""
+
+    def __init__(self) -> None:
+        self._running: dict[Hashable, asyncio.Future[Any]] = {}
+
+    def start(self, key: Hashable, factory: Callable[[], Awaitable[T]]) -> asyncio.Future[T]:
+        """The computation for `key`: the one running, else `factory()` started and registered now.
+
+        Registered before this returns, so `stop()` reaches even work that has not had its first step yet.
+        """
+        future = self._running.get(key)
+        if future is None or future.done():  # done but not yet unregistered: its result may be stale now
+            future = asyncio.ensure_future(factory())
+            self._running[key] = future
+            future.add_done_callback(lambda done: self._forget(key, done))
+        return future
+
+    def _forget(self, key: Hashable, done: asyncio.Future[Any]) -> None:
+        if self._running.get(key) is done:  # a newer computation may hold the key already
+            del self._running[key]
+
+    async def run(self, key: Hashable, factory: Callable[[], Awaitable[T]]) -> T:
+        """The result of `factory()`, computed once for everyone asking for `key` meanwhile."""
+        return await asyncio.shield(self.start(key, factory))
+
+    async def stop(self) -> None:
+        """Cancel every computation still running and wait for them (at shutdown, before the engine goes)."""
+        running = list(self._running.values())
+        for future in running:
+            future.cancel()
+        await asyncio.gather(*running, return_exceptions=True)

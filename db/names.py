@@ -1,0 +1,55 @@
+"""Data access for member names: stored with a case-folded key, so a name is found in any script."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from db.models import MemberName
+from db.records import NAME_CHARS, clean
+
+
+def fold(name: str) -> str:
+    """The lookup key of a name: casefold() (SQLite's lower() folds ASCII only), cut to the column."""
+    return clean(name).strip().casefold()[:NAME_CHARS]
+
+
+async def store(
+    session: AsyncSession, guild_id: int, user_id: int, display_name: str, username: str | None, *, at: datetime
+) -> None:
+    """Write a member's current name."""
+    display = clean(display_name)[:NAME_CHARS]
+    user = clean(username)[:NAME_CHARS] if username else None
+    await session.merge(
+        MemberName(
+            guild_id=guild_id,
+            user_id=user_id,
+            display_name=display,
+            username=user,
+            updated_at=at,
+            display_key=fold(display),
+            username_key=fold(user) if user else None,
+        )
+    )
+
+
+async def matching(session: AsyncSession, guild_id: int, key: str) -> dict[int, tuple[str, str | None]]:
+    """Members whose display name or username folds to `key`: user id -> (display name, username)."""
+    rows = await session.execute(
+        select(MemberName.user_id, MemberName.display_name, MemberName.username).where(
+            MemberName.guild_id == guild_id, or_(MemberName.display_key == key, MemberName.username_key == key)
+        )
+    )
+    return {user_id: (display, username) for user_id, display, username in rows}
+
+
+async def display_names(session: AsyncSession, guild_id: int, user_ids: set[int]) -> dict[int, str]:
+    """Display names of those members that have one stored."""
+    rows = await session.execute(
+        select(MemberName.user_id, MemberName.display_name).where(
+            MemberName.guild_id == guild_id, MemberName.user_id.in_(user_ids)
+        )
+    )
+    return {user_id: name for user_id, name in rows}
