@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from bot import recalling
-from bot.conversation import Decision, Request, Route, fast_route, third_person
+from bot.conversation import Decision, Request, Route, fast_route, is_command, third_person
 from bot.memory.budget import Section, assemble
 from bot.memory.facts import FactChange
 from bot.memory.manager import MemoryManager
@@ -58,7 +58,8 @@ class Responder:
     async def respond(self, request: Request, *, is_admin: bool = False) -> Answer:
         """Answer one message addressed to the bot."""
         answer = await self._respond(request, is_admin)
-        if answer.route in {Route.REMEMBER, Route.FORGET} and request.message_id is not None:
+        routed_by_model = not is_command(request.text)  # the front end stored fast-path commands as such already
+        if answer.route in {Route.REMEMBER, Route.FORGET} and request.message_id is not None and routed_by_model:
             await self._memory.mark_command(request.message_id)  # a request to the bot is no news for summaries
         return replace(answer, members=answer.members | {request.author_id})
 

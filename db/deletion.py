@@ -25,11 +25,13 @@ from db.models import (
     HistoricalSummary,
     LlmCall,
     MemberName,
+    MemoryChange,
     ReplySource,
     Rollup,
     UserFacts,
 )
 
+FORMER = "@a former member"  # what a mention of a forgotten member becomes in others' messages
 HISTORY_DAYS = 7  # a historical summary ending on day D covers the six days before it
 Deletion = Callable[[AsyncSession], Awaitable[Counter[str]]]
 # What `purge all` keeps: how the guild wants to be remembered, not what it said (privacy must survive a purge).
@@ -128,8 +130,20 @@ def delete_member(*, guild_id: int, user_id: int) -> Deletion:
 async def _delete_member(session: AsyncSession, guild_id: int, user_id: int) -> Counter[str]:
     """Everything about one member in one guild: messages, facts, revisions, names, summaries built on them."""
     counts: Counter[str] = Counter()
-    days = await _days(session, and_(ChatMessage.guild_id == guild_id, ChatMessage.user_id == user_id))
+    mentions_them = and_(ChatMessage.guild_id == guild_id, ChatMessage.message_text.contains(f"{user_id}>"))
+    days = await _days(
+        session, or_(and_(ChatMessage.guild_id == guild_id, ChatMessage.user_id == user_id), mentions_them)
+    )
     await drop_derived(session, guild_id, days, counts)
+    # Others' messages keep their words, but no longer say who was mentioned.
+    unnamed = func.replace(func.replace(ChatMessage.message_text, f"<@{user_id}>", FORMER), f"<@!{user_id}>", FORMER)
+    _count(
+        counts,
+        "mentions_removed",
+        await session.execute(
+            update(ChatMessage).where(mentions_them, ChatMessage.user_id != user_id).values(message_text=unnamed)
+        ),
+    )
     their_messages = select(ChatMessage.message_id).where(
         ChatMessage.guild_id == guild_id, ChatMessage.user_id == user_id
     )
@@ -154,6 +168,12 @@ async def _delete_member(session: AsyncSession, guild_id: int, user_id: int) -> 
             .where(FactRevision.guild_id == guild_id, FactRevision.requested_by == user_id)
             .values(requested_by=0)
         ),
+    )
+    # The change log keeps which member a change was about only for other processes' caches: not them.
+    await session.execute(
+        update(MemoryChange)
+        .where(MemoryChange.guild_id == guild_id, MemoryChange.user_id == user_id)
+        .values(user_id=None)
     )
     for model, name, column in (
         (ChatMessage, "chat_history", ChatMessage.user_id),
@@ -236,6 +256,7 @@ async def _delete_guild(session: AsyncSession, guild_id: int) -> Counter[str]:
     ):
         result = await session.execute(delete(model).where(model.guild_id == guild_id))  # type: ignore[attr-defined]
         _count(counts, model.__tablename__, result)  # type: ignore[attr-defined]
+    await session.execute(update(MemoryChange).where(MemoryChange.guild_id == guild_id).values(user_id=None))
     return counts
 
 
@@ -273,6 +294,7 @@ WORDS = {
     "embeddings": "cached embeddings",
     "dead_letters": "unstorable records",
     "reply_sources": "reply sources",
+    "mentions_removed": "mentions in others' messages",
 }
 
 

@@ -24,6 +24,7 @@ def tune_sqlite(dbapi_connection: Any, _record: object) -> None:
         "PRAGMA synchronous=NORMAL",
         f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}",
         "PRAGMA foreign_keys=ON",
+        "PRAGMA secure_delete=ON",  # deleted means gone from the file too: freed space is zeroed
         "PRAGMA wal_autocheckpoint=10000",
     ):
         cursor.execute(pragma)

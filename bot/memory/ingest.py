@@ -101,7 +101,7 @@ class WriteBehindQueue:
 
     async def flush(self) -> None:
         """Return once everything accepted before this call is committed (later arrivals don't delay it)."""
-        if self._worker is None:
+        if self._worker is None or self._worker.done():  # nothing can be pending (never started, or closed)
             return
         marker: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._items.append(marker)

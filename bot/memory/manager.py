@@ -6,6 +6,7 @@ its parts (facts, summaries, rollups, context, recall, names, channels, the inge
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
@@ -35,7 +36,7 @@ from bot.memory.summaries import Summaries
 from bot.memory.vectors import Vectors
 from bot.memory.window import ChannelWindow
 from bot.settings import Settings
-from db import changes, deletion, members, stats
+from db import changes, deletion, maintenance, members, stats
 from db.changes import Change
 from db.engine import create_session_factory
 from db.messages import DeadLetter, Touched
@@ -51,6 +52,7 @@ from db.records import (
 )
 
 log = logging.getLogger(__name__)
+SCRUB_DELAY_SECONDS = 5.0
 Work = Callable[[AsyncSession], Awaitable[Counter[str]]]
 
 
@@ -111,6 +113,7 @@ class MemoryManager:
         self.vectors = Vectors(self.sessions, embedder, self.clock) if embedder is not None else None
         self._recall = Recall(self.sessions, half_life_days=settings.recall_half_life_days, vectors=self.vectors)
         self.feed = ChangeFeed(engine, self.sessions, self._remote_change)
+        self._scrubbing: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         """Load what ingestion needs to decide (opt-outs, channels, zones); start the writer and the change feed."""
@@ -173,14 +176,14 @@ class MemoryManager:
         A reply built from an opted-out member's data is not stored (False). Deleting any of its sources
         (forget-me, a purge, a Discord delete, "forget that …") deletes the reply too.
         """
-        sources = set(members)
+        sources, messages = set(members), set(messages)
         if any((reply.guild_id, member) in self._optouts for member in sources):
             return False
-        self.window.add(reply)
+        self.window.add(reply, members=sources, quoted=messages)
         await self.ingest.put(normalised(IncomingMessage(**{**_fields(reply), "kind": Kind.BOT})))
         for member in sorted(sources):
             await self.ingest.put(ReplySource(reply.message_id, reply.guild_id, user_id=member))
-        for quoted in sorted(set(messages)):
+        for quoted in sorted(messages):
             await self.ingest.put(ReplySource(reply.message_id, reply.guild_id, message_id=quoted))
         return True
 
@@ -287,8 +290,9 @@ class MemoryManager:
             done = await redact(session, guild_id, user_id, [subject], fact)
             if done.anything or change.changed:
                 await changes.record(session, guild_id, user_id, "forget", origin=self.feed.origin, at=self.clock.now())
-        self.window.delete(done.message_ids)
+        self.window.drop(guild_id, None)  # the statement may be in any line of the guild's windows
         self._invalidate(guild_id, user_id)
+        await maintenance.scrub(self.engine)
         redacted = done.counts["messages"] + done.counts["bot_replies"] + done.counts["summaries"]
         return FactChange(
             change.before, change.after, change.revision_id, found=change.found or redacted > 0, redacted=redacted
@@ -440,9 +444,12 @@ class MemoryManager:
         async with self.sessions() as session, session.begin():
             await changes.lock_guild(session, guild_id)
             counts = await work(session)
-            await changes.record(session, guild_id, user_id, what, origin=self.feed.origin, at=self.clock.now())
-        self.window.drop(guild_id, user_id)
+            # Logged without the member: the log must not keep who was deleted (others drop the guild's caches).
+            await changes.record(session, guild_id, None, what, origin=self.feed.origin, at=self.clock.now())
+        # A member's lines (and replies built on their data) go; other purges cannot tell which lines went.
+        self.window.drop(guild_id, user_id if what == "forget_member" else None)
         self._invalidate(guild_id, user_id)
+        await maintenance.scrub(self.engine)
         log.info("deleted in guild %s: %s", guild_id, dict(counts))
         return counts
 
@@ -471,9 +478,7 @@ class MemoryManager:
             await self._load_choices()
         if change.what == "channel":
             await self.channels.load()
-        if change.what in {"forget_member", "purge_guild"}:
-            self.window.drop(change.guild_id, change.user_id)
-        elif change.what in {"purge_channel", "purge_before", "forget"}:
+        if change.what in {"forget_member", "purge_guild", "purge_channel", "purge_before", "forget", "messages"}:
             self.window.drop(change.guild_id, None)  # the window cannot tell which lines went
         self._invalidate(change.guild_id, change.user_id)
 
@@ -490,18 +495,35 @@ class MemoryManager:
                 await deletion.drop_replies(session, guild_id, messages=[r.message_id for r in rows], counts=counts)
                 await changes.record(session, guild_id, None, "messages", origin=self.feed.origin, at=self.clock.now())
             self._invalidate(guild_id, None)
+        self._schedule_scrub()
 
     # ---- lifecycle ----------------------------------------------------------------------------------------------
 
+    def _schedule_scrub(self) -> None:
+        """Deleted in Discord: compact soon (one scrub for a burst of deletes), not on every event."""
+        if self._scrubbing is None or self._scrubbing.done():
+            self._scrubbing = asyncio.create_task(self._scrub_later(), name="elefant-scrub")
+
+    async def _scrub_later(self) -> None:
+        await asyncio.sleep(SCRUB_DELAY_SECONDS)
+        await maintenance.scrub(self.engine)
+
     async def flush(self) -> None:
-        """Wait until everything queued so far is committed (and the usage records written)."""
+        """Wait until everything queued so far is committed (usage records and a pending scrub included)."""
         await self.ingest.flush()
         if self._llm is not None:
             await self._llm.flush_usage()
+        if self._scrubbing is not None and not self._scrubbing.done():
+            self._scrubbing.cancel()
+            await asyncio.gather(self._scrubbing, return_exceptions=True)
+            await maintenance.scrub(self.engine)
 
     async def close(self) -> None:
         """Drain the queue and stop background work; the engine stays open for its owner to dispose."""
         await self.feed.close()
+        if self._scrubbing is not None:
+            self._scrubbing.cancel()
+            await asyncio.gather(self._scrubbing, return_exceptions=True)
         # Outermost first: a context build waits on rollups and summaries, which would otherwise outlive the
         # engine and leave a connection to the garbage collector.
         for part in (self._context, self.rollups, self.summaries):

@@ -98,7 +98,8 @@ class Rollups:
         if complete:
             return text
         job = self._flight.start(
-            (guild_id, user_id, today), lambda: self._assemble(guild_id, user_id, today, build=True)
+            (guild_id, user_id, today, self._generations.of(guild_id)),
+            lambda: self._assemble(guild_id, user_id, today, build=True),
         )
         if wait or self._llm.is_offline:
             return (await asyncio.shield(job))[0]
@@ -138,12 +139,12 @@ class Rollups:
             stored = await store.stored_rollup(session, guild_id, user_id, period)
             seen = await changes.latest(session, guild_id) if stored is None and build else 0
         if stored is None and build:
-            stored = await self._build(guild_id, user_id, period, seen)
+            stored = await self._build(guild_id, user_id, period, seen, generation)
         if stored is not None and self._generations.of(guild_id) == generation:
             self._cache[key] = stored
         return stored
 
-    async def _build(self, guild_id: int, user_id: int, period: Period, seen: int) -> str | None:
+    async def _build(self, guild_id: int, user_id: int, period: Period, seen: int, generation: int) -> str | None:
         """Summarise a member's period; stored only when it says something (a quiet period is remembered in
         this process only, so nothing is written about a member who is gone) and no change came since `seen`."""
         days = [period.start + timedelta(days=k) for k in range((period.end - period.start).days)]
@@ -176,7 +177,7 @@ class Rollups:
         if not text:
             return text
         async with self._sessions() as session, session.begin():
-            if await changes.unchanged(session, guild_id, seen):
+            if self._generations.of(guild_id) == generation and await changes.unchanged(session, guild_id, seen):
                 await store.save_rollup(
                     session,
                     guild_id,

@@ -82,7 +82,9 @@ class Summaries:
             return self._today[key]
         except KeyError:
             pass
-        return await self._flight.run(("today", *key), lambda: self._compute_today(guild_id, now, key))
+        # A build begun before a change must not be joined after it: the generation is part of every key.
+        flight = ("today", *key, self._generations.of(guild_id))
+        return await self._flight.run(flight, lambda: self._compute_today(guild_id, now, key))
 
     async def _compute_today(self, guild_id: int, now: datetime, key: tuple[int, str]) -> dict[int, str]:
         generation = self._generations.of(guild_id)
@@ -99,7 +101,8 @@ class Summaries:
             return self._past[(guild_id, day)]
         except KeyError:
             pass
-        return await self._flight.run(("day", guild_id, day), lambda: self._load_or_compute_day(guild_id, day))
+        flight = ("day", guild_id, day, self._generations.of(guild_id))
+        return await self._flight.run(flight, lambda: self._load_or_compute_day(guild_id, day))
 
     async def stored_day(self, guild_id: int, day: date) -> dict[int, str] | None:
         """A finished day's summaries if they were made already (LRU, then SQL); None: never asks the model."""
@@ -129,6 +132,7 @@ class Summaries:
     async def history(self, guild_id: int, user_id: int, today: date) -> str:
         """Days 2–7 for one member: a dated historical summary, or the daily summaries themselves."""
         days = [today - timedelta(days=k) for k in range(6, 0, -1)]
+        generation = self._generations.of(guild_id)  # before the inputs: a change after them makes them stale
         dailies = [(d.isoformat(), (await self.past_day(guild_id, d)).get(user_id, "")) for d in days]
         dailies = [(d, text) for d, text in dailies if text]
         if not dailies:
@@ -141,14 +145,19 @@ class Summaries:
             return self._history[key]
         except KeyError:
             pass
-        return await self._flight.run(("history", *key), lambda: self._compute_history(key, dailies, joined))
+        return await self._flight.run(
+            ("history", *key, generation), lambda: self._compute_history(key, dailies, joined, generation)
+        )
 
-    async def _compute_history(self, key: tuple[int, int, date], dailies: list[tuple[str, str]], joined: str) -> str:
+    async def _compute_history(
+        self, key: tuple[int, int, date], dailies: list[tuple[str, str]], joined: str, generation: int
+    ) -> str:
         guild_id, user_id, end = key
-        generation = self._generations.of(guild_id)
         async with self._sessions() as session:
             stored = await store.stored_history(session, guild_id, user_id, end)
             seen = await changes.latest(session, guild_id) if stored is None else 0
+        if self._generations.of(guild_id) != generation:
+            return joined  # the days changed while they were read: nothing of this is stored or cached
         if stored is None:
             subject = await self._names.name(guild_id, user_id)
             days_xml = "\n".join(f'<day date="{d}">{xml_text(text)}</day>' for d, text in dailies)
@@ -172,7 +181,8 @@ class Summaries:
                 return trim_to_chars(joined, 2 * SUMMARY_CHARS, keep="end")  # not persisted: try again later
             stored = result.text.strip()
             async with self._sessions() as session, session.begin():
-                if await changes.unchanged(session, guild_id, seen):  # a deletion since: the input is stale
+                # A change since (here or in another process): the input may be stale, so it is not stored.
+                if self._generations.of(guild_id) == generation and await changes.unchanged(session, guild_id, seen):
                     await store.save_history(
                         session,
                         guild_id,

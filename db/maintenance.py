@@ -1,0 +1,47 @@
+"""Making deleted data physically gone: after deletions, nothing of it stays in the database files.
+
+SQLite keeps deleted content in three places the rows no longer show: freed pages (PRAGMA secure_delete,
+set on every connection, zeroes them), the full-text index's segments (FTS5 `secure-delete`, set by migration
+0008 where SQLite is 3.44 or newer, removes a deleted row's tokens at once; older SQLite gets an `optimize`,
+which rewrites the index without them) and the write-ahead log, whose old frames still hold the pages as they
+were until a checkpoint copies the log back and truncates it. PostgreSQL's dead tuples are reclaimed by
+autovacuum; nothing here for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+log = logging.getLogger(__name__)
+SEARCH_TABLES = ("chat_fts", "summary_fts")
+_ATTEMPTS = 5
+
+
+async def scrub(engine: AsyncEngine) -> bool:
+    """Compact what deletions left behind; True when the write-ahead log is empty afterwards."""
+    if engine.dialect.name != "sqlite":
+        return True
+    async with engine.connect() as connection:
+        if not await _secure_fts(connection):
+            for table in SEARCH_TABLES:
+                await connection.execute(text(f"INSERT INTO {table}({table}) VALUES ('optimize')"))
+            await connection.commit()
+        for _ in range(_ATTEMPTS):  # a reader holding an old snapshot keeps the log busy for a moment
+            busy, _, _ = (await connection.execute(text("PRAGMA wal_checkpoint(TRUNCATE)"))).one()
+            if not busy:
+                return True
+            await asyncio.sleep(0.05)
+    log.warning("the write-ahead log stayed busy; deleted pages leave it at the next checkpoint")
+    return False
+
+
+async def _secure_fts(connection: object) -> bool:
+    row = await connection.execute(  # type: ignore[attr-defined]
+        text("SELECT v FROM chat_fts_config WHERE k = 'secure-delete'")
+    )
+    value = row.scalar()
+    return bool(value)

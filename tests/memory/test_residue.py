@@ -1,0 +1,225 @@
+"""Nothing of a deleted thing survives anywhere: tables (the full-text index included), files, caches, replies.
+
+Each test builds the same guild on both databases: alice tells the bot a secret, the bot confirms it (a stored
+reply built from her data), a recall answer quotes her message, summaries, histories, rollups, contexts and
+vectors are built; then one way of deleting runs, and tests/residue.py searches everything for what must be
+gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.conversation import Request
+from bot.llm.client import LLM
+from bot.llm.prompts import load_prompts
+from bot.memory.clock import FakeClock
+from bot.memory.manager import MemoryManager
+from bot.responder import Responder
+from db.records import IncomingMessage, Kind
+from tests.factories import ALICE, BOB, CHANNEL, GUILD, message
+from tests.residue import caches_with, files_with, residue, tables_with
+from tests.scope_probe import SameVector
+
+NOW = datetime(2026, 11, 20, 18, 0, tzinfo=UTC)
+BOT = 2**60 + 1
+OTHER_CHANNEL = CHANNEL + 7
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class World:
+    """The guild, and the ids of what was said."""
+
+    def __init__(self, memory: MemoryManager, responder: Responder) -> None:
+        self.memory = memory
+        self.responder = responder
+        self.ids: dict[str, int] = {}
+
+    async def say(
+        self,
+        key: str,
+        text: str,
+        *,
+        author: int = ALICE,
+        name: str = "alice",
+        days: float = 0,
+        channel: int = CHANNEL,
+        kind: Kind = Kind.SPEECH,
+    ) -> IncomingMessage:
+        m = message(text, author=author, name=name, channel=channel, at=NOW - timedelta(days=days, hours=1))
+        m = IncomingMessage(**{**{f: getattr(m, f) for f in m.__dataclass_fields__}, "kind": kind})
+        await self.memory.ingest_message(m)
+        self.ids[key] = m.message_id
+        return m
+
+    async def ask(self, key: str, text: str, *, author: int = ALICE) -> None:
+        """A message addressed to the bot, answered, and the answer stored as the bot's reply with its sources."""
+        asked = await self.say(key, f"Elefant, {text}", author=author, name="alice" if author == ALICE else "bob")
+        await self.memory.flush()
+        answer = await self.responder.respond(
+            Request(GUILD, author, text, channel_id=CHANNEL, message_id=asked.message_id, bot_user_id=BOT)
+        )
+        reply = message(answer.text, author=BOT, name="Elefant", at=asked.created_at + timedelta(seconds=5))
+        await self.memory.record_reply(reply, members=answer.members, messages=answer.quoted)
+        self.ids[f"{key} reply"] = reply.message_id
+
+
+@pytest.fixture
+async def world(engine, settings):
+    memory = MemoryManager(
+        engine,
+        settings.model_copy(update={"memory_wait_seconds": 60}),
+        llm=LLM(None, prompts=load_prompts()),
+        clock=FakeClock(NOW),
+        embedder=SameVector(),
+    )
+    await memory.start()
+    responder = Responder(memory, router=None, chatter=lambda request, context: "ok", policy="anyone")
+    w = World(memory, responder)
+    memory.note_name(GUILD, ALICE, "alice")
+    memory.note_name(GUILD, BOB, "bob")
+    await w.say("old quince", "the quince jam recipe is my grandmother's", days=20)
+    await w.say("old pomegranate", "my passport word is pomegranate", days=2)
+    await w.say("bob old", "lovely weather today", author=BOB, name="bob", days=2, channel=OTHER_CHANNEL)
+    await w.say("bob mentions", f"<@{ALICE}> see you at the match", author=BOB, name="bob", days=2)
+    await w.ask("remember", "remember that my passport word is pomegranate")
+    await w.say("tangerine", "my locker code is tangerine")
+    await w.say("mandarin 1", "the mandarin shipment arrives monday")
+    await w.say("mandarin 2", "mandarin orders are closed")
+    await w.say("kumquat", "my alarm code is kumquat")
+    await w.say("bob today", "anyone up for lunch?", author=BOB, name="bob", channel=OTHER_CHANNEL)
+    await w.ask("recall", "when did I mention my passport word?", author=BOB)  # quotes alice's message
+    await memory.flush()
+    for member in (ALICE, BOB):  # summaries, histories, rollups, contexts, last-good contexts
+        assert await memory.get_memories(GUILD, member)
+    assert memory.rollups is not None
+    await memory.rollups.earlier(GUILD, ALICE, NOW.date(), wait=True)
+    await memory.recall(GUILD, "passport word pomegranate", channel_id=CHANNEL)  # embeds the candidates
+    yield w
+    await memory.close()
+
+
+async def test_the_world_holds_every_secret_before_anything_is_deleted(world):
+    found = await residue(world.memory, ["pomegranate", "tangerine", "mandarin", "kumquat", "quince"], ALICE)
+    for where in ("chat_history", "user_facts", "fact_revisions", "daily_summaries", "reply_sources", "cache"):
+        assert any(line.startswith(where) for line in found), where  # the search can find each kind of copy
+    assert "pomegranate" in (await world.memory.get_memories(GUILD, ALICE) or "")
+    if world.memory.engine.dialect.name == "sqlite":  # the raw files hold the words too, until deleted
+        assert files_with(world.memory, ["pomegranate", "tangerine"])
+
+
+async def test_forget_me_leaves_nothing_of_the_member(world):
+    await world.memory.forget_member(GUILD, ALICE)
+    assert await residue(world.memory, ["pomegranate", "tangerine", "kumquat", "quince"], ALICE) == []
+    assert await world.memory.get_memories(GUILD, ALICE) is None  # and no lookup re-creates a row about them
+    await world.memory.export(GUILD, ALICE)
+    await world.memory.recall(GUILD, "alice passport", channel_id=CHANNEL)
+    assert await tables_with(world.memory, ["pomegranate"], ALICE) == []
+
+
+async def test_opt_out_with_delete_leaves_only_the_opt_out(world):
+    await world.memory.opt_out(GUILD, ALICE, delete_stored=True)
+    assert await residue(world.memory, ["pomegranate", "tangerine", "kumquat"], ALICE) == []
+
+
+@pytest.mark.parametrize("what", ["channel", "before", "all"])
+async def test_purges_leave_nothing_of_what_they_purged(world, what):
+    memory = world.memory
+    if what == "channel":
+        await memory.purge_channel(GUILD, CHANNEL)
+        words, member = ["tangerine", "kumquat", "quince", "mandarin"], None  # her facts are not the channel's
+    elif what == "before":
+        await memory.purge_before(GUILD, NOW - timedelta(days=10))
+        words, member = ["quince"], None
+    else:
+        await memory.purge_guild(GUILD)
+        words, member = ["pomegranate", "tangerine", "kumquat", "quince", "weather", "lunch"], ALICE
+    assert await residue(memory, words, member) == []
+
+
+async def test_discord_delete_bulk_delete_and_edit_reach_everything_built_on_them(world):
+    memory, ids = world.memory, world.ids
+    await memory.ingest_delete([ids["tangerine"]])
+    await memory.ingest_delete([ids["mandarin 1"], ids["mandarin 2"]])
+    await memory.ingest_edit(ids["kumquat"], "never mind", NOW)
+    await memory.ingest_delete([ids["old pomegranate"]])  # the recall answer that quoted it goes too
+    assert await residue(memory, ["tangerine", "mandarin", "kumquat"]) == []
+    assert ids["recall reply"] not in {h.message_id for h in await memory.recall(GUILD, "passport word")}
+
+
+async def test_forget_that_removes_the_statement_everywhere_and_keeps_the_rest(world):
+    memory = world.memory
+    await world.ask("forget", "forget that my passport word is pomegranate")
+    assert await residue(memory, ["pomegranate"]) == []
+    assert "kumquat" in (await memory.get_memories(GUILD, ALICE) or "")  # what else she said stays
+
+
+class HeldModel(LLM):
+    """The model answers only when let: a build can be caught half-way."""
+
+    def __init__(self) -> None:
+        super().__init__(None, prompts=load_prompts())
+        self.started = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def run(self, operation, variables, **kwargs):  # type: ignore[override]
+        if operation == "daily_summary":
+            self.started.set()
+            await self.release.wait()
+        return await super().run(operation, variables, **kwargs)
+
+
+async def test_a_build_racing_forget_me_cannot_write_the_member_back(engine, settings):
+    held = HeldModel()
+    memory = MemoryManager(
+        engine, settings.model_copy(update={"memory_wait_seconds": 0.05}), llm=held, clock=FakeClock(NOW)
+    )
+    await memory.start()
+    try:
+        for back in range(1, 4):
+            await memory.ingest_message(message(f"pomegranate day {back}", at=NOW - timedelta(days=back)))
+        await memory.flush()
+        await memory.get_memories(GUILD, ALICE)  # the guard answers; the build goes on, held by the model
+        await asyncio.wait_for(held.started.wait(), 5)
+        await memory.forget_member(GUILD, ALICE)
+        held.release.set()
+        await asyncio.sleep(0.2)  # the build finishes with the deleted words in hand
+        await memory.close()
+        # No row about her and none of her words anywhere; a lookup made after the deletion (the stale build's
+        # own later steps) may remember in memory that she has nothing, as any later lookup would.
+        assert await tables_with(memory, ["pomegranate"], ALICE) == []
+        assert files_with(memory, ["pomegranate"]) == [] and caches_with(memory, ["pomegranate"], None) == []
+    finally:
+        held.release.set()
+        await memory.close()
+
+
+async def test_forget_me_from_another_process_empties_this_ones_caches(world, db_url, tmp_path):
+    memory = world.memory
+    assert "pomegranate" in (await memory.get_memories(GUILD, ALICE) or "")
+    env = {**os.environ, "DATABASE_URL": db_url, "PYTHONPATH": str(ROOT)}
+    env.pop("GEMINI_API_KEY", None)
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "bot", "purge", "--guild", str(GUILD), "--user", str(ALICE), "--yes"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    for _ in range(20):  # within a second (the change feed polls twice a second; NOTIFY is faster on PostgreSQL)
+        if not await residue(memory, ["pomegranate"], ALICE):
+            break
+        await asyncio.sleep(0.1)
+    assert await residue(memory, ["pomegranate", "tangerine"], ALICE) == []
+    assert await memory.get_memories(GUILD, ALICE) is None
