@@ -141,3 +141,11 @@ async def test_member_rename_is_used_at_once(memory):
     await memory.note_member(GUILD, BOB, "Sergey", "bob")
     assert await memory.names.resolve(GUILD, "Sergey") == [BOB]
     assert await memory.names.name(GUILD, BOB) == "Sergey"
+
+
+async def test_forgetting_part_of_a_sentence_keeps_the_rest(memory):
+    await memory.remember(GUILD, ALICE, "Ana lives in Lisbon and likes green tea.", requested_by=ALICE)
+    responder = Responder(memory, router=None, chatter=lambda r, c: "ok", policy="anyone")
+    answer = await responder.respond(Request(GUILD, ALICE, "forget that I live in Lisbon"))
+    assert answer.change is not None and answer.change.found
+    assert await memory.facts(GUILD, ALICE) == "Ana likes green tea."

@@ -67,7 +67,7 @@ async def redact(session: AsyncSession, guild_id: int, subject_id: int, names: l
         remaining: str | None = None
         if row.kind == Kind.SPEECH:
             _, rest = remove_statement(row.text, target, subject=subject)
-            remaining = rest if content_stems(rest) else None
+            remaining = rest if len(content_stems(rest)) > 1 else None  # "Elefant." alone says nothing
         await redaction.rewrite_message(session, row.message_id, remaining)
         done.counts["messages" if row.kind != Kind.BOT else "bot_replies"] += 1
         done.message_ids.add(row.message_id)
