@@ -236,3 +236,14 @@ async def test_forget_me_from_another_process_empties_this_ones_caches(world, db
         await asyncio.sleep(0.1)
     assert await residue(memory, ["pomegranate", "tangerine"], ALICE) == []
     assert await memory.get_memories(GUILD, ALICE) is None
+
+
+async def test_a_reply_built_from_an_opted_out_members_words_is_not_stored(world):
+    memory = world.memory
+    await memory.opt_out(GUILD, BOB, delete_stored=False)
+    await world.ask("bob remembers", "remember that my bike lock is 7301 persimmon", author=BOB)
+    assert "persimmon" in (await memory.facts(GUILD, BOB) or "")  # he asked for that explicitly …
+    found = await tables_with(memory, ["persimmon"], None)
+    assert found and all(line.startswith(("user_facts", "fact_revisions", "chat_fts", "summary_fts")) for line in found)
+    # … but neither his request nor the bot's reply quoting it is stored as a message.
+    assert not any(line.startswith(("chat_history", "chat_fts")) for line in found)
