@@ -447,6 +447,132 @@ KINDS: tuple[Kind, ...] = (
         ),
         {"design": ("fern", "moth", "wave", "lighthouse", "compass", "snake")},
     ),
+    Kind(
+        "sober",
+        "paraphrase",
+        "off-topic",
+        (
+            (
+                "*S: six months alcohol free today 🥤 sparkling water gang"
+                " | *S: haven't had a beer or wine since {month}, sleeping like a baby",
+                "X: ~",
+            ),
+        ),
+        ("Does {S} drink?", "is {S} a drinker?", "what does {S} order at the pub?"),
+        "alcohol free (since {month})",
+        ("drinks after work?", "who's drinking tonight", "pub quiz thursday, who's in", "order pizza or cook?"),
+        {"month": ("january", "march", "the new year", "my birthday")},
+    ),
+    Kind(
+        "eyewear",
+        "paraphrase",
+        "general",
+        (
+            (
+                "*S: can read road signs again!! optician says -2.5 now, frames are {frames} 👓"
+                " | *S: picked up my first pair of {frames} frames today, everything is so sharp",
+                "X: ~",
+            ),
+        ),
+        ("Does {S} wear specs?", "does {S} need eyewear?", "is {S} short-sighted?"),
+        "yes, {frames} frames",
+        ("blue light specs are a scam", "need new sunnies for the summer", "short-sighted memes are too real"),
+        {"frames": ("tortoiseshell", "round gold", "thick black", "clear plastic")},
+    ),
+    Kind(
+        "bouldering",
+        "paraphrase",
+        "fitness",
+        (
+            (
+                "*S: sent my first v4 at the wall today, forearms are dead 🧗"
+                " | *S: chalk everywhere, skin on my fingers gone, finally topped the {colour} route",
+                "X: ~",
+            ),
+        ),
+        ("What sport does {S} do?", "is {S} into climbing?", "how does {S} stay active?"),
+        "bouldering",
+        ("what sport should i try", "climbing gym prices went up again", "staying active in winter is hard"),
+        {"colour": ("purple", "orange", "black", "yellow")},
+    ),
+    # ---- name, told by someone else: the evidence is about the subject (and names them), not by them ------------
+    Kind(
+        "abroad",
+        "name",
+        "general",
+        (
+            (
+                "*A: ran into {s} at the airport, off to {city} for a whole exchange semester"
+                " | *A: {s} just flew out to {city} for six months, their flat is empty lol",
+                "X: ~",
+            ),
+        ),
+        ("Is {S} living abroad?", "where is {S} staying these days?", "is {S} away from home right now?"),
+        "in {city} for a semester / six months",
+        (
+            "living abroad sounds fun until tax season",
+            "anyone staying in this weekend?",
+            "home sweet home after a long week",
+        ),
+        {"city": ("lisbon", "tokyo", "montreal", "seoul", "vienna", "copenhagen")},
+        ("{s} you around this weekend?", "miss you {s}! come back soon"),
+    ),
+    Kind(
+        "promoted",
+        "name",
+        "general",
+        (
+            (
+                "*A: {s} got promoted to {role} btw!! drinks on them"
+                " | *A: big news, {s} is the new {role}, they told me at lunch",
+                "X: ~",
+            ),
+        ),
+        ("What's {S}'s job title now?", "did {S} get a new position at work?", "what does {S} do at work now?"),
+        "{role}",
+        ("job titles are meaningless", "new position at work means more meetings", "promotion season is a lie"),
+        {"role": ("team lead", "head of design", "senior nurse", "engineering manager", "store manager")},
+        ("thanks {s}! great meeting today", "{s} lunch tomorrow?"),
+    ),
+    Kind(
+        "engaged",
+        "name",
+        "off-topic",
+        (
+            (
+                "*A: {s} and their partner got engaged on top of {place}!! 💍"
+                " | *A: just heard {s} proposed at {place} and it went well",
+                "X: ~",
+            ),
+        ),
+        ("Is {S} getting married?", "is {S} planning a wedding?", "does {S} have a fiancé?"),
+        "engaged (at {place})",
+        ("wedding planning is a full time job", "married friends only talk about houses", "planning a trip in may"),
+        {"place": ("arthur's seat", "the eiffel tower", "a lighthouse", "the old bridge", "a ferris wheel")},
+        ("{s} did you see the ring memes lol", "night {S}!"),
+    ),
+    Kind(
+        "hospital",
+        "name",
+        "general",
+        (("*A: visited {s} in hospital, {ill} but they're ok, back home friday", "X: ~"),),
+        ("Why was {S} in hospital?", "what happened to {S}, were they ill?"),
+        "{ill}",
+        ("hospital parking costs a fortune", "feeling ill today, staying home"),
+        {"ill": ("appendicitis", "a burst eardrum", "pneumonia", "a kidney stone")},
+        ("{s} you coming tonight?", "thanks {S} for the playlist!"),
+    ),
+    Kind(
+        "costume",
+        "name",
+        "fitness",
+        (("*A: {s} ran the whole 10k dressed as a {costume}, the crowd went wild", "X: ~"),),
+        ("What was {S} dressed as for the run?", "what did {S} wear for the 10k?"),
+        "a {costume}",
+        ("costume ideas for the office party?", "10k this sunday, who's in"),
+        {"costume": ("dinosaur", "banana", "pirate", "giant carrot")},
+        ("good luck {s}!", "{s} see you at the start line"),
+    ),
     # ---- next turn: the question echoes a message; the answer is the next turn by the subject --------------------
     Kind(
         "movedfrom",

@@ -318,7 +318,7 @@ class _Planter:
             when, lo, hi = when_phrase(start, rng)
             window = (lo, hi)
         if kind.qtype == "multi":
-            later = max(MIN_AGE_DAYS, age - rng.uniform(14, 70))
+            later = max(MIN_AGE_DAYS + 1, age - rng.uniform(14, 70))
             evidence += self.scene(kind, kind.scenes[1], _at_hour(_day_at_age(later), rng), names, slots)
         return evidence, when, window
 
@@ -352,8 +352,8 @@ def _plant(seed: int) -> tuple[list[Message], dict[int, str], list[Question], di
     planter = _Planter(rng)
     jobs = [(kind, subject) for kind in KINDS for subject in rng.sample(NAMES, INSTANCES_PER_KIND)]
     rng.shuffle(jobs)
-    span = MAX_AGE_DAYS - MIN_AGE_DAYS
-    ages = [MIN_AGE_DAYS + span * (i + rng.random()) / len(jobs) for i in range(len(jobs))]
+    span = MAX_AGE_DAYS - MIN_AGE_DAYS - 2  # a day's margin at both ends: times are drawn within the day
+    ages = [MIN_AGE_DAYS + 1 + span * (i + rng.random()) / len(jobs) for i in range(len(jobs))]
     rng.shuffle(ages)
     for (kind, subject), age in zip(jobs, ages, strict=True):
         # A multi story's later message must still be at least a month old.
@@ -423,7 +423,7 @@ class _Filler:
         elif r < 0.85:
             text = rng.choice(filler.REACTIONS)
         else:
-            others = [s for s in speakers if s != author] or [rng.choice(NAMES)]
+            others = [s for s in speakers if s != author] or [n for n in NAMES if n != author]
             name = rng.choice(others)
             text = rng.choice(filler.ADDRESS).format(name=name if rng.random() < 0.3 else name.lower())
         return filler.roughen(text, rng)
@@ -482,6 +482,16 @@ def generate(profile: str | int = "small", seed: int = 7) -> Conversation:
     """The benchmark guild: `profile` is "small" (20 k messages), "large" (1 M) or a message count."""
     total = PROFILES[profile] if isinstance(profile, str) else int(profile)
     planted, roles, questions, members, channels = _plant(seed)
+    by_id = {m.message_id: m for m in planted}
+    ages = [(NOW - by_id[i].timestamp).days for q in questions for i in q.evidence_ids]
+    if not MIN_AGE_DAYS <= min(ages) <= max(ages) <= MAX_AGE_DAYS:
+        raise ValueError(f"evidence ages {min(ages)}..{max(ages)} days fall outside the 1-12 month range")
+    free = [
+        not content_words(q.text) & set().union(*(content_words(by_id[i].text) for i in q.evidence_ids))
+        for q in questions
+    ]
+    if sum(free) < len(free) / 2:
+        raise ValueError(f"only {sum(free)} of {len(free)} questions avoid their evidence's words")
     return Conversation(
         GUILD_ID,
         GUILD_NAME,
