@@ -211,8 +211,8 @@ class Study:
         self.corpus = corpus
         self.bm25 = BM25([tokenize(t) for t in corpus.texts])
         names = {m.id: m.name for m in corpus.conv.members}
-        authored = [f"{names[a]}: {t}" for a, t in zip(corpus.authors, corpus.texts, strict=True)]
-        self.bm25_authored = BM25([tokenize(t) for t in authored])
+        self.authored = [f"{names[a]}: {t}" for a, t in zip(corpus.authors, corpus.texts, strict=True)]
+        self.bm25_authored = BM25([tokenize(t) for t in self.authored])
         self.embedders = {}
         self.vectors: dict[tuple[str, bool], np.ndarray] = {}
         self.cost: dict[str, dict] = {}
@@ -220,7 +220,6 @@ class Study:
         for model in models:
             self.embedders[model] = EMBEDDERS[model]()
             self.vectors[model, False] = self._embed_corpus(model, corpus.texts, "text")
-            self.vectors[model, True] = self._embed_corpus(model, authored, "authored")
 
     def _embed_corpus(self, model: str, texts: list[str], tag: str) -> np.ndarray:
         conv = self.corpus.conv
@@ -253,6 +252,8 @@ class Study:
             if key not in self.queries:
                 self.queries[key] = self.embedders[config.model].embed([query_text])[0]
             query = self.queries[key]
+            if (config.model, config.author_in_text) not in self.vectors:  # "Name: text" vectors, on first use
+                self.vectors[config.model, True] = self._embed_corpus(config.model, self.authored, "authored")
             parts.append(self.vectors[config.model, config.author_in_text] @ query)
         if config.fusion == "rrf" and len(parts) > 1:
             fused = np.zeros(len(corpus.texts), dtype=np.float32)
@@ -311,38 +312,38 @@ def evaluate(study: Study, config: Config, budget: int) -> dict[str, tuple[float
     return {k: (float(np.mean(hits[k])), float(np.mean(found[k]))) for k in hits}
 
 
-def configs(models: list[str], who: float = 0.5, when: float = 0.5) -> list[Config]:
+def configs(models: list[str], who: float = 1.0, when: float = 1.0) -> list[Config]:
     """Baselines, each model alone and in hybrids, then the full combination and its ablations."""
+    priors = {"links": True, "who": who, "strip": True, "when": when}
     out = [
         Config("bm25", bm25=True),
         Config("bm25 +nb", bm25=True, neighbours=True),
-        Config("bm25 full (+nb +links +who +strip +when)", True, None, "score", True, True, who, True, when),
+        Config("bm25 +links +who +strip +when", bm25=True, **priors),
+        Config("bm25 +nb +links +who +strip +when", bm25=True, neighbours=True, **priors),
     ]
     for m in models:
-        full = Config(f"hybrid {m} full", True, m, "score", True, True, who, True, when)
+        full = Config(f"**{m} full** (hybrid +links +who +strip +when)", bm25=True, model=m, **priors)
         out += [
             Config(f"{m}", model=m),
             Config(f"{m} +nb", model=m, neighbours=True),
+            Config(f"hybrid {m} 0.5/0.5", bm25=True, model=m),
             Config(f"hybrid {m} 0.5/0.5 +nb", bm25=True, model=m, neighbours=True),
             Config(f"hybrid {m} rrf +nb", bm25=True, model=m, fusion="rrf", neighbours=True),
-            Config(f"hybrid {m} +nb +recency", bm25=True, model=m, neighbours=True, recency=True),
+            Config(f"hybrid {m} 0.5/0.5 +nb +recency", bm25=True, model=m, neighbours=True, recency=True),
             full,
             replace(full, name=f"  {m} full, no bm25", bm25=False),
             replace(full, name=f"  {m} full, rrf", fusion="rrf"),
-            replace(full, name=f"  {m} full, no neighbours", neighbours=False),
+            replace(full, name=f"  {m} full, +nb", neighbours=True),
+            replace(full, name=f"  {m} full, +nb for the top 10 hits", nb_top=10),
             replace(full, name=f"  {m} full, no reply links", links=False),
             replace(full, name=f"  {m} full, no who", who=0.0),
             replace(full, name=f"  {m} full, no name stripping", strip=False),
             replace(full, name=f"  {m} full, no when", when=0.0),
             replace(full, name=f"  {m} full, who/when 0.2", who=0.2, when=0.2),
-            replace(full, name=f"  {m} full, who/when 1.0", who=1.0, when=1.0),
+            replace(full, name=f"  {m} full, who/when 0.5", who=0.5, when=0.5),
+            replace(full, name=f"  {m} full, +mention 0.25", mention=0.25),
             replace(full, name=f"  {m} full, +recency", recency=True),
             replace(full, name=f"  {m} full, author in text", author_in_text=True),
-            replace(full, name=f"  {m} full, +mention 0.25", mention=0.25),
-            replace(full, name=f"  {m} full, no neighbours, no bm25", neighbours=False, bm25=False),
-            replace(full, name=f"  {m} full, no neighbours, who/when 1.0", neighbours=False, who=1.0, when=1.0),
-            replace(full, name=f"  {m} full, no neighbours, +mention 0.25", neighbours=False, mention=0.25),
-            replace(full, name=f"  {m} full, neighbours of top 10 hits only", neighbours=False, nb_top=10),
         ]
     return out
 
@@ -362,7 +363,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--budget", type=int, default=2000)
     parser.add_argument("--models", default=",".join(EMBEDDERS), help="comma-separated: " + ", ".join(EMBEDDERS))
-    parser.add_argument("--only", default="", help="run only configs whose name contains this")
+    parser.add_argument("--only", default="", help="comma-separated: run only configs whose name contains one")
     parser.add_argument("--markdown", type=Path, help="also write the tables here")
     args = parser.parse_args()
     models = [m for m in args.models.split(",") if m]
@@ -376,7 +377,7 @@ def main() -> None:
         print(f"  {model}: {cost['cpu_per_1k']:.2f} s CPU, {cost['wall_per_1k']:.2f} s wall per 1,000 messages")
     rows = []
     for config in configs(models):
-        if args.only and args.only not in config.name:
+        if args.only and not any(part == config.name or part in config.name for part in args.only.split(",")):
             continue
         result = evaluate(study, config, args.budget)
         rows.append((config.name, result))
