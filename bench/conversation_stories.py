@@ -732,6 +732,41 @@ KINDS: tuple[Kind, ...] = (
         ("scared of the dentist tomorrow", "horror movie night, i'll be scared", "biggest fear is email"),
         {"fear": ("deep water", "moths", "heights", "geese", "clowns", "phone calls")},
     ),
+    Kind(
+        "vet",
+        "next_turn",
+        "pets",
+        (
+            (
+                "*S: anyone know a good vet near {area}?"
+                " | *S: need a vet recommendation near {area}, my cat is limping",
+                "*^B: {vet}, they saved my cat last year | *^B: go to {vet}, ask for the tall guy, he's great",
+                "S: ~",
+            ),
+        ),
+        ("Which vet did someone recommend to {S}?", "what vet was {S} told to try?"),
+        "{vet} (recommended by the reply)",
+        ("vet bills are insane", "the cat needs a checkup, ugh", "who's your vet?"),
+        {
+            "area": ("the station", "the park", "the old town", "the canal"),
+            "vet": ("the clinic on king street", "paws & claws", "dr. okafor's place", "the 24h animal hospital"),
+        },
+    ),
+    Kind(
+        "laptop",
+        "next_turn",
+        "gaming",
+        (
+            (
+                "*S: which laptop should i get, budget is tight | *S: need a new laptop for uni, any advice?",
+                "*^B: refurbished {model}, don't even think about it | *^B: {model}, honestly the best value rn",
+            ),
+        ),
+        ("What laptop did people suggest to {S}?", "which laptop was {S} advised to buy?"),
+        "{model}",
+        ("my laptop fan sounds like a jet", "laptop or desktop for gaming?", "budget is tight this month"),
+        {"model": ("thinkpad t14", "macbook air", "framework 13", "dell xps 13")},
+    ),
     # ---- multi-message: the answer needs two messages, weeks apart ---------------------------------------------
     Kind(
         "offers",

@@ -197,8 +197,8 @@ class Config:
     fusion: str = "score"  # "score" (min-max 0.5/0.5) or "rrf"
     neighbours: bool = False
     links: bool = False
-    who: float = 0.0  # bonus for messages by a member the question names
-    mention: float = 0.0  # bonus for messages whose text names that member
+    who: float = 0.0  # person prior: bonus for messages by a member the question names
+    mention: float = 0.0  # ... or for messages whose text names that member
     strip: bool = False  # drop member names from the query text (the who bonus carries them)
     when: float = 0.0  # bonus for messages inside the time window the question names
     recency: bool = False
@@ -264,9 +264,10 @@ class Study:
             parts = [fused]
         fused = sum(_minmax(p) for p in parts) / len(parts)
         if config.who and (members := named_members(text, corpus)):
-            fused = fused + config.who * np.isin(corpus.authors, list(members))
-            if config.mention:
-                fused = fused + config.mention * np.array([bool(m & members) for m in corpus.mentions])
+            person = config.who * np.isin(corpus.authors, list(members))
+            if config.mention:  # by the member or naming them, whichever weighs more
+                person = np.maximum(person, config.mention * np.array([bool(m & members) for m in corpus.mentions]))
+            fused = fused + person
         if config.when and (window := time_window(text, corpus.conv.now)):
             lo, hi = window[0].toordinal(), window[1].toordinal()
             fused = fused + config.when * ((corpus.days >= lo) & (corpus.days < hi))
@@ -314,7 +315,7 @@ def evaluate(study: Study, config: Config, budget: int) -> dict[str, tuple[float
 
 def configs(models: list[str], who: float = 1.0, when: float = 1.0) -> list[Config]:
     """Baselines, each model alone and in hybrids, then the full combination and its ablations."""
-    priors = {"links": True, "who": who, "strip": True, "when": when}
+    priors = {"links": True, "who": who, "mention": who, "strip": True, "when": when}
     out = [
         Config("bm25", bm25=True),
         Config("bm25 +nb", bm25=True, neighbours=True),
@@ -336,12 +337,12 @@ def configs(models: list[str], who: float = 1.0, when: float = 1.0) -> list[Conf
             replace(full, name=f"  {m} full, +nb", neighbours=True),
             replace(full, name=f"  {m} full, +nb for the top 10 hits", nb_top=10),
             replace(full, name=f"  {m} full, no reply links", links=False),
-            replace(full, name=f"  {m} full, no who", who=0.0),
+            replace(full, name=f"  {m} full, no who (person prior)", who=0.0, mention=0.0),
             replace(full, name=f"  {m} full, no name stripping", strip=False),
             replace(full, name=f"  {m} full, no when", when=0.0),
-            replace(full, name=f"  {m} full, who/when 0.2", who=0.2, when=0.2),
-            replace(full, name=f"  {m} full, who/when 0.5", who=0.5, when=0.5),
-            replace(full, name=f"  {m} full, +mention 0.25", mention=0.25),
+            replace(full, name=f"  {m} full, who/when 0.2", who=0.2, mention=0.2, when=0.2),
+            replace(full, name=f"  {m} full, who/when 0.5", who=0.5, mention=0.5, when=0.5),
+            replace(full, name=f"  {m} full, who: author only (no mention)", mention=0.0),
             replace(full, name=f"  {m} full, +recency", recency=True),
             replace(full, name=f"  {m} full, author in text", author_in_text=True),
         ]
