@@ -32,14 +32,18 @@ class App:
 
 
 @contextlib.asynccontextmanager
-async def open_app(settings: Settings, *, clock: Clock | None = None) -> AsyncIterator[App]:
-    """Migrate, open the engine and the LLM client, start memory; close all of it (draining) on exit."""
+async def open_app(settings: Settings, *, clock: Clock | None = None, background: bool = False) -> AsyncIterator[App]:
+    """Migrate, open the engine and the LLM client, start memory; close all of it (draining) on exit.
+
+    `background`: long-running front ends (the bot, the console) also embed messages in the background.
+    """
     engine = create_engine(settings.database_url)
     try:
         await upgrade(engine)
         llm = build_llm(settings, sessions=create_session_factory(engine))
-        memory = MemoryManager(engine, settings, llm=llm, clock=clock, embedder=build_embedder(settings, llm))
-        await memory.start()
+        embedder = build_embedder(settings, llm)
+        memory = MemoryManager(engine, settings, llm=llm, clock=clock, embedder=embedder)
+        await memory.start(background=background)
         turns = ModelTurns(llm, memory, settings)
         responder = Responder(
             memory,
@@ -53,6 +57,8 @@ async def open_app(settings: Settings, *, clock: Clock | None = None) -> AsyncIt
         finally:
             await memory.close()
             await llm.close()
+            if close_embedder := getattr(embedder, "close", None):
+                close_embedder()
     finally:
         await engine.dispose()
 
@@ -69,7 +75,7 @@ async def _retention(memory: MemoryManager) -> None:
 async def run_discord(settings: Settings) -> None:
     """Connect to Discord until SIGINT/SIGTERM, then drain ingestion before exiting."""
     assert settings.discord_token is not None
-    async with open_app(settings) as app:
+    async with open_app(settings, background=True) as app:
         bot = ElefantBot(memory=app.memory, responder=app.responder, settings=settings)
         stop = asyncio.Event()
         stop_on_signals(stop)

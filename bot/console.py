@@ -182,7 +182,7 @@ async def run_console(
     """The console loop; a prompt and a banner only when a person is typing."""
     interactive = stdin.isatty()
     clock = FakeClock(start or Clock().now())
-    async with open_app(settings, clock=clock) as app:
+    async with open_app(settings, clock=clock, background=True) as app:
         console = Console(app, settings, clock, out)
         for name in ("alice", "bob"):
             app.memory.note_name(GUILD, member_id(name), name, name)

@@ -104,6 +104,19 @@ def address(content: str, *, bot_user_id: int, bot_name: str, replied_to_bot: bo
     return None
 
 
+_QUESTION = re.compile(
+    r"^(?:who|whom|whose|what|when|where|why|how|which|did|does|do|was|were|is|are|has|have|had|"
+    r"can|could|would|will)\b",
+    re.I,
+)
+
+
+def asks(text: str) -> bool:
+    """Whether text addressed to the bot is a question with something to search for (offline: recall)."""
+    plain = MENTION.sub(" ", text).strip()
+    return bool(query_terms(plain)) and (plain.endswith("?") or bool(_QUESTION.match(plain)))
+
+
 def is_command(text: str) -> bool:
     """Whether text addressed to the bot is a remember / forget request (known without resolving anyone)."""
     text = text.strip()

@@ -10,14 +10,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from bot import recalling
-from bot.conversation import Decision, Request, Route, fast_route, is_command, third_person
+from bot.conversation import Decision, Request, Route, asks, fast_route, is_command, third_person
 from bot.memory.budget import Section, assemble
 from bot.memory.facts import FactChange
 from bot.memory.manager import MemoryManager
+from bot.memory.recall import Recalled
 from bot.text import MENTION
 
 log = logging.getLogger(__name__)
 
+CITED = 5
 NOT_ABOUT_ME = (
     "That's something I said, and I only keep facts about the people here. Say whom it is about, e.g. "
     "“remember this about @Ana”, or write the fact yourself."
@@ -65,6 +67,8 @@ class Responder:
 
     async def _respond(self, request: Request, is_admin: bool) -> Answer:
         decision = await fast_route(request, self._memory)
+        if decision is None and self._router is None and asks(request.text):
+            decision = Decision(Route.RECALL)  # no model to tell: a question goes to what was said
         if decision is None:
             decision = await self._router(request) if self._router else Decision(Route.CHAT)
         if decision.needs_subject:
@@ -79,11 +83,12 @@ class Responder:
             return Answer(await self._about(request, subject), Route.ABOUT, members=frozenset({subject}))
         if decision.route is Route.RECALL:
             return await self._recall(request)
-        memory, members = await self._chat_memory(request)
-        return Answer(await self._chatter(request, memory), Route.CHAT, members=members)
+        memory, members, quoted = await self._chat_memory(request)
+        return Answer(await self._chatter(request, memory), Route.CHAT, members=members, quoted=quoted)
 
-    async def _chat_memory(self, request: Request) -> tuple[str | None, frozenset[int]]:
-        """The author's context, plus the facts of everyone the message mentions; and whose data that is."""
+    async def _chat_memory(self, request: Request) -> tuple[str | None, frozenset[int], frozenset[int]]:
+        """The author's context, the facts of everyone the message mentions, and what recall finds relevant;
+        with whose data and which messages that is."""
         parts, members = [], {request.author_id}
         if mine := await self._memory.get_memories(request.guild_id, request.author_id):
             parts.append(mine)
@@ -93,25 +98,42 @@ class Responder:
                 name = await self._memory.name(request.guild_id, user_id)
                 parts.append(f"About {name}: {facts}")
                 members.add(user_id)
-        return "\n".join(parts) or None, frozenset(members)
+        recalled = await self._memory.recollect(
+            request.guild_id, request.text, channel_id=request.channel_id, relevant_only=True
+        )
+        quoted: set[int] = set()
+        if recalled.text:
+            parts.append(f"Recalled conversation:\n{recalled.text}")
+            members |= {t.user_id for s in recalled.snippets for t in s.turns}
+            quoted |= {t.message_id for s in recalled.snippets for t in s.turns}
+        return "\n".join(parts) or None, frozenset(members), frozenset(quoted)
+
+    async def recall_memory(self, request: Request, *, relevant_only: bool = False) -> tuple[str, Recalled]:
+        """Exactly what the model receives to answer about the past: the asker's facts, then recalled turns."""
+        recalled = await self._memory.recollect(
+            request.guild_id, request.text, channel_id=request.channel_id, relevant_only=relevant_only
+        )
+        known = await self._memory.facts(request.guild_id, request.author_id) or ""
+        budget = self._memory.settings.context_token_budget + self._memory.settings.recall_token_budget
+        memory = assemble(
+            [Section("Facts", known, guaranteed=True), Section("Recalled conversation", recalled.text, share=1.0)],
+            budget,
+        )
+        return memory, recalled
 
     async def _recall(self, request: Request) -> Answer:
         """Search the past; with a model, answer from what was found; always cite date, author and link."""
         now = self._memory.now()
-        hits = await recalling.find(self._memory, request, now=now)
+        memory, recalled = await self.recall_memory(request)
+        hits = recalled.hits[:CITED]
         if not hits:
             return Answer("I couldn't find anything about that in what I've kept from this server.", Route.RECALL)
         sources = [await recalling.cite(self._memory, hit, now) for hit in hits]
-        members = frozenset(hit.user_id for hit in hits)
-        quoted = frozenset(hit.message_id for hit in hits if hit.message_id is not None)
+        members = frozenset(t.user_id for s in recalled.snippets for t in s.turns) | {h.user_id for h in hits}
+        quoted = frozenset(t.message_id for s in recalled.snippets for t in s.turns)
         listed = "\n".join(f"• {line}" for line in sources)
         if self._recall_chatter is None:
             return Answer(f"Here is what I found:\n{listed}", Route.RECALL, members=members, quoted=quoted)
-        known = await self._memory.facts(request.guild_id, request.author_id) or ""
-        memory = assemble(
-            [Section("Facts", known, guaranteed=True), Section("Recalled", items=sources, share=1.0)],
-            self._memory.settings.context_token_budget,
-        )
         reply = await self._recall_chatter(request, memory)
         text = f"{reply}\n\nSources:\n" + "\n".join(f"• {line}" for line in sources[:3])
         return Answer(text, Route.RECALL, members=members, quoted=quoted)

@@ -60,8 +60,9 @@ class Settings(BaseSettings):
     chat_window_tokens: int = Field(default=1500, ge=100)
     history_mode: Literal["summary", "daily"] = "summary"
     daily_input_tokens: int = Field(default=200_000, ge=1000)
-    recall_half_life_days: float = Field(default=30.0, ge=0)
-    embedding_model: str | None = None
+    recall_half_life_days: float = Field(default=180.0, ge=0)
+    recall_token_budget: int = Field(default=2000, ge=200)
+    embedding_model: str | None = "local"
     embedding_dimensions: int = Field(default=256, ge=8, le=3072)
 
     ingest_batch_rows: int = Field(default=1000, ge=1)

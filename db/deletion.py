@@ -20,7 +20,6 @@ from db.models import (
     ChatMessage,
     DailySummary,
     DeadLetter,
-    Embedding,
     FactRevision,
     HistoricalSummary,
     LlmCall,
@@ -66,9 +65,10 @@ async def _days(session: AsyncSession, where: ColumnElement[bool]) -> set[date]:
 
 
 async def drop_derived(session: AsyncSession, guild_id: int, days: set[date], counts: Counter[str]) -> None:
-    """Everything built from a guild's messages of `days`: summaries, histories over them, rollups, vectors."""
-    # Embeddings are a cache of message texts: any change in a guild drops the guild's.
-    _count(counts, "embeddings", await session.execute(delete(Embedding).where(Embedding.guild_id == guild_id)))
+    """Everything built from a guild's messages of `days`: summaries, histories over them, rollups.
+
+    (A message's vector goes with the message itself: ON DELETE CASCADE.)
+    """
     if not days:
         return
     _count(
@@ -250,7 +250,6 @@ async def _delete_guild(session: AsyncSession, guild_id: int) -> Counter[str]:
         Rollup,
         MemberName,
         LlmCall,
-        Embedding,
         ReplySource,
         DeadLetter,
     ):
@@ -291,7 +290,7 @@ WORDS = {
     "member_names": "names",
     "fact_revisions_unattributed": "revisions no longer attributed",
     "llm_calls": "usage records",
-    "embeddings": "cached embeddings",
+    "message_vectors": "message vectors",
     "dead_letters": "unstorable records",
     "reply_sources": "reply sources",
     "mentions_removed": "mentions in others' messages",

@@ -25,7 +25,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from db.engine import tune_sqlite
 from db.names import fold
-from db.records import IncomingMessage, IngestOp, MessageDelete, MessageEdit, MessageKind, ReplySource
+from db.records import (
+    IncomingMessage,
+    IngestOp,
+    MessageDelete,
+    MessageEdit,
+    MessageKind,
+    MessageVector,
+    ReplySource,
+)
 
 # SQLAlchemy Core executemany spends most of its time per row; the driver's own executemany with
 # pre-built tuples is ~3x faster (see FIELD-NOTES), so the hot path speaks plain SQL.
@@ -59,6 +67,12 @@ INSERT INTO dead_letters (at, guild_id, channel_id, user_id, message_id, reason,
 VALUES ({p1}, {p2}, {p3}, {p4}, {p5}, {p6}, {p7})
 """
 _REPLY_SOURCE = "INSERT INTO reply_sources (reply_id, guild_id, user_id, message_id) VALUES ({p1}, {p2}, {p3}, {p4})"
+# Only while the message is stored: a vector computed for a message deleted meanwhile is dropped quietly.
+_VECTOR = """
+INSERT INTO message_vectors (message_id, guild_id, model, vector, scale)
+SELECT {p1}, {p2}, {p3}, {p4}, {p5} WHERE EXISTS (SELECT 1 FROM chat_history WHERE message_id = {p1})
+ON CONFLICT (message_id) DO UPDATE SET model = excluded.model, vector = excluded.vector, scale = excluded.scale
+"""
 _TOUCHED = "SELECT message_id, guild_id, user_id, timestamp FROM chat_history WHERE message_id IN ({marks})"
 
 Statement = tuple[str, list[tuple[Any, ...]]]
@@ -154,6 +168,7 @@ class BatchWriter:
         self._name = _render(_UPSERT_NAME, dialect)
         self._dead = _render(_DEAD_LETTER, dialect)
         self._source = _render(_REPLY_SOURCE, dialect)
+        self._vector = _render(_VECTOR, dialect)
         self._marks = "?" if dialect.paramstyle == "qmark" else "$"
         self._time: Callable[[datetime], Any] = _sqlite_time if dialect.name == "sqlite" else _aware_time
 
@@ -184,6 +199,10 @@ class BatchWriter:
                 statements.append((self._delete, [(mid,) for d in items for mid in d.message_ids]))
             elif kind is MessageKind:
                 statements.append((self._kind, [(int(k.kind), k.message_id) for k in items]))
+            elif kind is MessageVector:
+                statements.append(
+                    (self._vector, [(v.message_id, v.guild_id, v.model, v.vector, v.scale) for v in items])
+                )
             elif kind is ReplySource:
                 statements.append((self._source, [(r.reply_id, r.guild_id, r.user_id, r.message_id) for r in items]))
             else:

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from sqlalchemy import Boolean, Date, Index, Integer, LargeBinary, SmallInteger, String, Text, UniqueConstraint
+from sqlalchemy import (
+    Boolean,
+    Date,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    SmallInteger,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from db.types import Snowflake, SurrogateKey, UTCDateTime
@@ -32,6 +44,8 @@ class ChatMessage(Base):
     __table_args__ = (
         Index("ix_chat_history_guild_user_ts", "guild_id", "user_id", "timestamp"),
         Index("ix_chat_history_guild_ts", "guild_id", "timestamp"),
+        Index("ix_chat_history_channel_message", "channel_id", "message_id"),
+        Index("ix_chat_history_reply_to", "reply_to_id"),
     )
 
 
@@ -182,16 +196,23 @@ class Rollup(Base):
     )
 
 
-class Embedding(Base):
-    """A text's embedding, cached per guild by content hash and model (dropped with any deletion in the guild)."""
+class MessageVector(Base):
+    """A message's embedding for semantic recall (int8 × scale); goes with its message (ON DELETE CASCADE)."""
 
-    __tablename__ = "embeddings"
+    __tablename__ = "message_vectors"
 
-    guild_id: Mapped[int] = mapped_column(Snowflake, primary_key=True, autoincrement=False)
-    content_hash: Mapped[str] = mapped_column(String(32), primary_key=True)
-    model: Mapped[str] = mapped_column(String(100), primary_key=True)
-    vector: Mapped[bytes] = mapped_column(LargeBinary)  # float32, little-endian
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    id: Mapped[int] = mapped_column(SurrogateKey, primary_key=True, autoincrement=True)  # a sync cursor
+    message_id: Mapped[int] = mapped_column(
+        Snowflake,
+        ForeignKey("chat_history.message_id", ondelete="CASCADE", name="fk_message_vectors_message"),
+        unique=True,
+    )
+    guild_id: Mapped[int] = mapped_column(Snowflake)
+    model: Mapped[str] = mapped_column(String(64))
+    vector: Mapped[bytes] = mapped_column(LargeBinary)
+    scale: Mapped[float] = mapped_column(Float)
+
+    __table_args__ = (Index("ix_message_vectors_guild_id", "guild_id", "id"),)
 
 
 class ChannelPrivacy(Base):

@@ -36,6 +36,7 @@ class MessageRow:
     at: datetime
     relevance: float
     score: float
+    reply_to_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +208,7 @@ async def _search_messages(  # noqa: PLR0917 - one call site, the public functio
     query = (
         text(f"""
         SELECT c.message_id, c.channel_id, c.user_id, c.message_text, c.timestamp,
-               {relevance} AS relevance, {score} AS score
+               {relevance} AS relevance, {score} AS score, c.reply_to_id
         FROM {source}
         WHERE {match} AND {scoping.where(scoping.MESSAGES, "c")}
           AND c.timestamp >= :since AND c.timestamp < :until
@@ -249,7 +250,7 @@ async def _search_messages(  # noqa: PLR0917 - one call site, the public functio
             params["user_id"] = user_id
             query = query.bindparams(bindparam("user_id", type_=BigInteger()))
     rows = await session.execute(query, params)
-    return [MessageRow(m, c, u, body, ts, float(r), float(s)) for m, c, u, body, ts, r, s in rows]
+    return [MessageRow(m, c, u, body, ts, float(r), float(s), rt) for m, c, u, body, ts, r, s, rt in rows]
 
 
 async def search_summaries(
@@ -320,23 +321,112 @@ async def search_summaries(
 
 
 async def recent_messages(
-    session: AsyncSession, guild_id: int, *, user_id: int | None, here: int | None, limit: int
+    session: AsyncSession,
+    guild_id: int,
+    *,
+    user_id: int | None,
+    here: int | None,
+    limit: int,
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> list[MessageRow]:
-    """The guild's newest shared messages (candidates that only meaning, not words, may connect to a question)."""
+    """The guild's (or a member's) newest visible messages, within [since, until) if given."""
     user = " AND c.user_id = :user_id" if user_id is not None else ""
     query = (
         text(f"""
-        SELECT c.message_id, c.channel_id, c.user_id, c.message_text, c.timestamp FROM chat_history AS c
-        WHERE {scoping.where(scoping.MESSAGES, "c")}{user}
+        SELECT c.message_id, c.channel_id, c.user_id, c.message_text, c.timestamp, c.reply_to_id
+        FROM chat_history AS c
+        WHERE {scoping.where(scoping.MESSAGES, "c")}{user} AND c.timestamp >= :since AND c.timestamp < :until
         ORDER BY c.timestamp DESC LIMIT :limit
     """)
-        .bindparams(bindparam("limit", type_=Integer()))
+        .bindparams(
+            bindparam("limit", type_=Integer()),
+            bindparam("since", type_=UTCDateTime()),
+            bindparam("until", type_=UTCDateTime()),
+        )
         .columns(timestamp=UTCDateTime())
     )
     query = scoping.typed(query, scoping.MESSAGES)
-    params: dict[str, object] = {**scoping.params(Scope(guild_id, here), scoping.MESSAGES), "limit": limit}
+    params: dict[str, object] = {
+        **scoping.params(Scope(guild_id, here), scoping.MESSAGES),
+        "limit": limit,
+        "since": since or FAR_PAST,
+        "until": until or FAR_FUTURE,
+    }
     if user_id is not None:
         query = query.bindparams(bindparam("user_id", type_=BigInteger()))
         params["user_id"] = user_id
     rows = await session.execute(query, params)
-    return [MessageRow(m, c, u, body, ts, 0.0, 0.0) for m, c, u, body, ts in rows]
+    return [MessageRow(m, c, u, body, ts, 0.0, 0.0, r) for m, c, u, body, ts, r in rows]
+
+
+_COLUMNS = "c.message_id, c.channel_id, c.user_id, c.message_text, c.timestamp, c.reply_to_id"
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A message as recall shows it, with what it replies to."""
+
+    message_id: int
+    channel_id: int
+    user_id: int
+    text: str
+    at: datetime
+    reply_to_id: int | None
+
+
+def _turns(rows: object) -> list[Turn]:
+    return [Turn(m, c, u, body, ts, r) for m, c, u, body, ts, r in rows]  # type: ignore[attr-defined]
+
+
+def _ids(name: str, values: list[int]) -> tuple[str, dict[str, int]]:
+    """`:name0, :name1, …` and their values (an IN list that works the same on both drivers)."""
+    return ", ".join(f":{name}{i}" for i in range(len(values))), {f"{name}{i}": v for i, v in enumerate(values)}
+
+
+async def messages_by_id(session: AsyncSession, guild_id: int, ids: list[int], *, here: int | None) -> list[Turn]:
+    """Those of the given messages a reader in `here` may see (the read scope decides, not the caller)."""
+    if not ids:
+        return []
+    marks, values = _ids("m", ids)
+    query = text(
+        f"SELECT {_COLUMNS} FROM chat_history AS c WHERE c.message_id IN ({marks}) "
+        f"AND {scoping.where(scoping.MESSAGES, 'c')}"
+    ).columns(timestamp=UTCDateTime())
+    query = scoping.typed(query, scoping.MESSAGES).bindparams(*(bindparam(k, type_=BigInteger()) for k in values))
+    rows = await session.execute(query, {**values, **scoping.params(Scope(guild_id, here), scoping.MESSAGES)})
+    return _turns(rows)
+
+
+async def around(
+    session: AsyncSession, guild_id: int, hits: list[Turn], *, here: int | None, neighbours: int
+) -> list[Turn]:
+    """The turns around hits, in one statement: the message before and after each of the first `neighbours`
+    hits in its channel, what each hit replies to, and the replies to it (all within the read scope)."""
+    if not hits:
+        return []
+    values: dict[str, int] = {}
+    sides = []
+    for i, hit in enumerate(hits[:neighbours]):
+        values |= {f"c{i}": hit.channel_id, f"n{i}": hit.message_id}
+        sides.append(
+            f"SELECT (SELECT max(x.message_id) FROM chat_history AS x WHERE x.channel_id = :c{i} "
+            f"AND x.message_id < :n{i})"
+        )
+        sides.append(
+            f"SELECT (SELECT min(x.message_id) FROM chat_history AS x WHERE x.channel_id = :c{i} "
+            f"AND x.message_id > :n{i})"
+        )
+    hit_marks, hit_values = _ids("h", [h.message_id for h in hits])
+    parents = [h.reply_to_id for h in hits if h.reply_to_id is not None]
+    parent_marks, parent_values = _ids("p", parents) if parents else ("NULL", {})
+    near = f"c.message_id IN ({' UNION ALL '.join(sides)}) OR " if sides else ""
+    query = text(f"""
+        SELECT {_COLUMNS} FROM chat_history AS c
+        WHERE ({near}c.reply_to_id IN ({hit_marks}) OR c.message_id IN ({parent_marks}))
+          AND {scoping.where(scoping.MESSAGES, "c")}
+    """).columns(timestamp=UTCDateTime())
+    values |= hit_values | parent_values
+    query = scoping.typed(query, scoping.MESSAGES).bindparams(*(bindparam(k, type_=BigInteger()) for k in values))
+    rows = await session.execute(query, {**values, **scoping.params(Scope(guild_id, here), scoping.MESSAGES)})
+    return _turns(rows)

@@ -79,7 +79,18 @@ class ReplySource:
     message_id: int | None = None
 
 
-IngestOp = IncomingMessage | MessageEdit | MessageDelete | MessageKind | ReplySource
+@dataclass(frozen=True, slots=True)
+class MessageVector:
+    """A message's embedding (int8 bytes × scale), stored only while the message is."""
+
+    message_id: int
+    guild_id: int
+    model: str
+    vector: bytes
+    scale: float
+
+
+IngestOp = IncomingMessage | MessageEdit | MessageDelete | MessageKind | ReplySource | MessageVector
 
 
 class RefusedRecordError(ValueError):
@@ -106,24 +117,7 @@ def _name(value: str | None) -> str | None:
 def normalised(op: IngestOp) -> IngestOp:
     """`op` with text every database accepts; RefusedRecordError for IDs nothing can store."""
     if isinstance(op, IncomingMessage):
-        for value, what in (
-            (op.guild_id, "guild id"),
-            (op.channel_id, "channel id"),
-            (op.message_id, "message id"),
-            (op.author_id, "author id"),
-            (op.reply_to_id, "reply id"),
-        ):
-            valid_id(value, what)
-        ok_mentions = tuple(m for m in op.mentioned_user_ids if 0 < m <= MAX_ID)
-        name, username, content = _name(op.author_name) or "", _name(op.author_username), clean(op.content)
-        if (name, username, content, ok_mentions) == (
-            op.author_name,
-            op.author_username,
-            op.content,
-            op.mentioned_user_ids,
-        ):
-            return op
-        return replace(op, author_name=name, author_username=username, content=content, mentioned_user_ids=ok_mentions)
+        return _message(op)
     if isinstance(op, MessageEdit):
         valid_id(op.message_id, "message id")
         content = clean(op.content)
@@ -131,14 +125,27 @@ def normalised(op: IngestOp) -> IngestOp:
     if isinstance(op, MessageDelete):
         ids = tuple(i for i in op.message_ids if 0 < i <= MAX_ID)  # an impossible ID names no stored row
         return op if len(ids) == len(op.message_ids) else MessageDelete(ids)
-    if isinstance(op, ReplySource):
-        for value, what in (
-            (op.reply_id, "reply id"),
-            (op.guild_id, "guild id"),
-            (op.user_id, "member id"),
-            (op.message_id, "message id"),
-        ):
-            valid_id(value, what)
-        return op
-    valid_id(op.message_id, "message id")
+    for name in ("message_id", "reply_id", "guild_id", "user_id"):  # vectors, kinds, reply sources
+        valid_id(getattr(op, name, None), name.replace("_", " "))
     return op
+
+
+def _message(op: IncomingMessage) -> IncomingMessage:
+    for value, what in (
+        (op.guild_id, "guild id"),
+        (op.channel_id, "channel id"),
+        (op.message_id, "message id"),
+        (op.author_id, "author id"),
+        (op.reply_to_id, "reply id"),
+    ):
+        valid_id(value, what)
+    ok_mentions = tuple(m for m in op.mentioned_user_ids if 0 < m <= MAX_ID)
+    name, username, content = _name(op.author_name) or "", _name(op.author_username), clean(op.content)
+    if (name, username, content, ok_mentions) == (
+        op.author_name,
+        op.author_username,
+        op.content,
+        op.mentioned_user_ids,
+    ):
+        return op
+    return replace(op, author_name=name, author_username=username, content=content, mentioned_user_ids=ok_mentions)

@@ -1,37 +1,70 @@
-"""Data access for stored embeddings (derived from message texts; keyed per guild by content hash and model)."""
+"""Data access for message vectors (int8 × scale per message; deleted with their message by ON DELETE CASCADE)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.models import Embedding
-from db.upsert import dialect_insert
+from db.models import ChatMessage, MessageVector
+from db.records import Kind
 
 
-async def load(session: AsyncSession, guild_id: int, model: str, hashes: Iterable[str]) -> dict[str, bytes]:
-    """Stored vectors (float32 bytes) for the given content hashes."""
+@dataclass(frozen=True, slots=True)
+class StoredVector:
+    """One stored vector and where it is in the sync order."""
+
+    id: int
+    message_id: int
+    vector: bytes
+    scale: float
+
+
+@dataclass(frozen=True, slots=True)
+class Unembedded:
+    """A stored message that has no vector yet."""
+
+    message_id: int
+    guild_id: int
+    text: str
+
+
+async def of_guild(
+    session: AsyncSession, guild_id: int, model: str, *, after: int = 0, limit: int = 50_000
+) -> list[StoredVector]:
+    """A guild's vectors of one model stored after sync position `after`, in order."""
     rows = await session.execute(
-        select(Embedding.content_hash, Embedding.vector).where(
-            Embedding.guild_id == guild_id, Embedding.model == model, Embedding.content_hash.in_(list(hashes))
-        )
+        select(MessageVector.id, MessageVector.message_id, MessageVector.vector, MessageVector.scale)
+        .where(MessageVector.guild_id == guild_id, MessageVector.model == model, MessageVector.id > after)
+        .order_by(MessageVector.id)
+        .limit(limit)
     )
-    return {key: blob for key, blob in rows}
+    return [StoredVector(i, m, bytes(v), float(s)) for i, m, v, s in rows]
 
 
-async def save(session: AsyncSession, guild_id: int, model: str, vectors: dict[str, bytes], *, at: datetime) -> None:
-    """Store vectors; one already stored by another process stays."""
-    if not vectors:
-        return
-    rows = [
-        {"guild_id": guild_id, "content_hash": k, "model": model, "vector": v, "created_at": at}
-        for k, v in vectors.items()
-    ]
-    await session.execute(
-        dialect_insert(session, Embedding)
-        .values(rows)
-        .on_conflict_do_nothing(index_elements=["guild_id", "content_hash", "model"])
+async def unembedded(session: AsyncSession, *, limit: int) -> list[Unembedded]:
+    """People's messages without a vector, newest first (what a fresh install or an import leaves to do)."""
+    rows = await session.execute(
+        select(ChatMessage.message_id, ChatMessage.guild_id, ChatMessage.message_text)
+        .outerjoin(MessageVector, MessageVector.message_id == ChatMessage.message_id)
+        .where(MessageVector.id.is_(None), ChatMessage.kind != int(Kind.BOT))
+        .order_by(ChatMessage.message_id.desc())
+        .limit(limit)
     )
+    return [Unembedded(m, g, t) for m, g, t in rows]
+
+
+async def forget(session: AsyncSession, message_ids: Iterable[int]) -> int:
+    """Drop the vectors of messages whose text changed (they are embedded again)."""
+    ids = list(message_ids)
+    if not ids:
+        return 0
+    result = await session.execute(delete(MessageVector).where(MessageVector.message_id.in_(ids)))
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+async def count(session: AsyncSession, guild_id: int) -> int:
+    """How many vectors a guild has."""
+    return int(await session.scalar(select(func.count()).where(MessageVector.guild_id == guild_id)) or 0)

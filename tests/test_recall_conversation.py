@@ -71,7 +71,7 @@ async def test_recall_answer_cites_date_author_and_link(memory, llm):
     day = (T0 - timedelta(days=25)).strftime("%Y-%m-%d")
     assert first == f"• {day}, 3 weeks ago — Bob: “my chemistry exam is on the 14th” <{link}>"
     if not llm.is_offline:  # the model got the recalled snippets, and the sources follow its answer
-        assert "Recalled:" in answer.text and "\n\nSources:\n• " in answer.text
+        assert "Recalled conversation: [" in answer.text and "\n\nSources:\n• " in answer.text
     else:
         assert answer.text.startswith("Here is what I found:\n• ")
 

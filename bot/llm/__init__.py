@@ -10,6 +10,7 @@ from bot.llm.breaker import CircuitBreaker
 from bot.llm.client import LLM
 from bot.llm.embeddings import GeminiEmbedder
 from bot.llm.gemini import GeminiProvider
+from bot.llm.local_embedder import LocalEmbedder, installed, load_minilm
 from bot.llm.prompts import load_prompts
 from bot.llm.resilience import ResilientProvider
 from bot.llm.usage import UsageRecorder
@@ -18,9 +19,18 @@ from bot.settings import Settings
 __all__ = ["LLM", "build_embedder", "build_llm"]
 
 
-def build_embedder(settings: Settings, llm: LLM) -> GeminiEmbedder | None:
-    """Gemini embeddings on the LLM's client when EMBEDDING_MODEL is set and a key is configured, else None."""
-    if not settings.embedding_model or llm.client is None:
+def build_embedder(settings: Settings, llm: LLM) -> GeminiEmbedder | LocalEmbedder | None:
+    """EMBEDDING_MODEL: "local" (the default: MiniLM on the CPU, no key), a Gemini embedding model (with a key),
+    or "none"; None also when the local model is not installed (recall then uses words only)."""
+    model = (settings.embedding_model or "none").strip()
+    if model.lower() in {"none", "off", ""}:
+        return None
+    if model.lower() == "local":
+        if installed():
+            return LocalEmbedder()  # loaded on first use: commands that never embed never pay for it
+        load_minilm()  # says why there are no vectors, once
+        return None
+    if llm.client is None:
         return None
     return GeminiEmbedder(
         llm.client,

@@ -26,6 +26,7 @@ class GeminiEmbedder:
     def __init__(self, client: genai.Client, model: str, *, dimensions: int, timeout_s: float) -> None:
         self._client = client
         self.model = model
+        self.dimensions = dimensions
         self._dimensions = dimensions
         self._timeout_s = timeout_s
 

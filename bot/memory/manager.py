@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import numpy as np
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from bot.llm.client import LLM
@@ -24,18 +25,22 @@ from bot.memory.channels import ChannelScopes, Mode
 from bot.memory.clock import Clock
 from bot.memory.coherence import ChangeFeed, Generations
 from bot.memory.context import ContextBuilder
+from bot.memory.embedding import EmbeddingWorker, dimensions_of, encoder
 from bot.memory.export import member_markdown
 from bot.memory.facts import FactChange, FactsModel, FactsStore, Revision
 from bot.memory.facts_llm import LLMFactsModel
 from bot.memory.forgetting import redact
 from bot.memory.ingest import WriteBehindQueue
 from bot.memory.names import NameDirectory
-from bot.memory.recall import Hit, Recall
+from bot.memory.question import Question
+from bot.memory.question import read as read_question
+from bot.memory.recall import Hit, Recall, Recalled, pack
 from bot.memory.rollups import Rollups
 from bot.memory.summaries import Summaries
-from bot.memory.vectors import Vectors
+from bot.memory.vector_index import VectorIndex
 from bot.memory.window import ChannelWindow
 from bot.settings import Settings
+from bot.text import MENTION
 from db import changes, deletion, maintenance, members, stats
 from db.changes import Change
 from db.engine import create_session_factory
@@ -110,17 +115,34 @@ class MemoryManager:
         )
         self._optouts: set[tuple[int, int]] = set()
         self._zones: dict[int, str] = {}
-        self.vectors = Vectors(self.sessions, embedder, self.clock) if embedder is not None else None
-        self._recall = Recall(self.sessions, half_life_days=settings.recall_half_life_days, vectors=self.vectors)
+        self.vectors: VectorIndex | None = None
+        self.embedding: EmbeddingWorker | None = None
+        encode_query = None
+        if embedder is not None:
+            self.vectors = VectorIndex(self.sessions, embedder.model, dimensions_of(embedder, settings))
+            self.embedding = EmbeddingWorker(
+                encoder(embedder, "RETRIEVAL_DOCUMENT"), self.vectors, self.ingest.put, self.sessions, self.ingest.flush
+            )
+            query_encoder = encoder(embedder, "RETRIEVAL_QUERY")
+
+            async def encode_query(text: str) -> np.ndarray:
+                return (await query_encoder([text]))[0]
+
+        self._recall = Recall(
+            self.sessions, half_life_days=settings.recall_half_life_days, index=self.vectors, encode_query=encode_query
+        )
         self.feed = ChangeFeed(engine, self.sessions, self._remote_change)
         self._scrubbing: asyncio.Task[None] | None = None
 
-    async def start(self) -> None:
-        """Load what ingestion needs to decide (opt-outs, channels, zones); start the writer and the change feed."""
+    async def start(self, *, background: bool = True) -> None:
+        """Load what ingestion needs to decide (opt-outs, channels, zones); start the writer and the change feed,
+        and (unless a short command) the embedding of messages in the background."""
         await self._load_choices()
         await self.channels.load()
         self.ingest.start()
         await self.feed.start()
+        if self.embedding is not None and background:
+            self.embedding.start()
 
     async def _load_choices(self) -> None:
         async with self.sessions() as session:
@@ -145,9 +167,13 @@ class MemoryManager:
         self.window.add(message)
         if not self.ingest.offer(message):  # the common case costs no extra coroutine
             await self.ingest.put(message)
+        if self.embedding is not None and message.kind != Kind.BOT:
+            self.embedding.note(message.message_id, message.guild_id, message.content)
         return True
 
-    async def ingest_edit(self, message_id: int, content: str, edited_at: datetime) -> None:
+    async def ingest_edit(
+        self, message_id: int, content: str, edited_at: datetime, *, guild_id: int | None = None
+    ) -> None:
         """Queue new text for a stored message (what was built from the old text follows once it is stored)."""
         try:
             edit = normalised(MessageEdit(message_id, content, edited_at))
@@ -156,6 +182,8 @@ class MemoryManager:
         assert isinstance(edit, MessageEdit)
         self.window.edit(message_id, edit.content)
         await self.ingest.put(edit)
+        if self.embedding is not None and guild_id is not None:
+            self.embedding.note(message_id, guild_id, edit.content)  # its meaning changed too
 
     async def ingest_delete(self, message_ids: Iterable[int]) -> None:
         """Queue the removal of one or many messages (bulk deletes included) and of what was built from them."""
@@ -335,19 +363,52 @@ class MemoryManager:
         now: datetime | None = None,
         authors: dict[int, set[str]] | None = None,
     ) -> list[Hit]:
-        """Messages and daily summaries matching `query`, best first (relevance × decay); asked in `channel_id`."""
-        return await self._recall.recall(
-            guild_id,
-            query,
-            now=now or self.clock.now(),
-            zone=self.zone(guild_id),
-            user_id=user_id,
-            since=since,
-            until=until,
-            limit=limit,
-            channel_id=channel_id,
-            authors=authors,
+        """Messages and daily summaries about `query`, best first; asked in `channel_id` (its own may be private).
+
+        `authors`: members the question names, and the words that named them (they become a preference for
+        their messages and messages about them, not words to search for).
+        """
+        now = now or self.clock.now()
+        zone = self.zone(guild_id)
+        question = await read_question(query, now=now, zone=zone, resolve=lambda w: self.resolve(guild_id, w))
+        if authors is not None:
+            named = {w for words in authors.values() for w in words}
+            question = Question(question.text, [t for t in question.terms if t not in named], authors, question.window)
+        messages, summaries = await self._recall.find(
+            guild_id, question, now=now, zone=zone, here=channel_id, since=since, until=until, user_id=user_id
         )
+        # Summaries keep to their share (a quarter, at least one) and never push messages out of order.
+        merged = messages[:limit] + summaries[: max(1, limit // 4)]
+        merged.sort(key=lambda h: -h.score)
+        return merged[:limit]
+
+    async def recollect(
+        self,
+        guild_id: int,
+        text: str,
+        *,
+        channel_id: int | None,
+        budget: int | None = None,
+        now: datetime | None = None,
+        relevant_only: bool = False,
+    ) -> Recalled:
+        """What recall gives the model for a message: snippets around the best hits and summaries, packed.
+
+        `relevant_only` (chat): only hits that hold most of the message's words or clearly share its meaning,
+        so a chat about nothing in particular costs nothing.
+        """
+        now = now or self.clock.now()
+        zone = self.zone(guild_id)
+        question = await read_question(text, now=now, zone=zone, resolve=lambda w: self.resolve(guild_id, w))
+        hits, summaries = await self._recall.find(guild_id, question, now=now, zone=zone, here=channel_id)
+        if relevant_only:
+            hits, summaries = [h for h in hits if h.relevant()], []
+        snippets = await self._recall.snippets(guild_id, hits, here=channel_id)
+        people = {t.user_id for s in snippets for t in s.turns} | {h.user_id for h in summaries}
+        people |= {int(m) for s in snippets for t in s.turns for m in MENTION.findall(t.text)}
+        names = await self.names.names(guild_id, people)
+        packed = pack(snippets, summaries[:5], names, budget=budget or self.settings.recall_token_budget, zone=zone)
+        return Recalled(snippets, summaries[:5], packed)
 
     def cache_reports(self) -> dict[str, CacheReport]:
         """Hits, misses and size of every cache in front of SQL and the model, by name."""
@@ -470,7 +531,7 @@ class MemoryManager:
         if self._context is not None:
             self._context.drop(guild_id)
         if self.vectors is not None:
-            self.vectors.drop(guild_id)
+            self.vectors.drop(guild_id)  # rebuilt from SQL, where deleted messages took their vectors along
 
     async def _remote_change(self, change: Change) -> None:
         """Another process changed memory: follow it."""
@@ -521,6 +582,8 @@ class MemoryManager:
     async def close(self) -> None:
         """Drain the queue and stop background work; the engine stays open for its owner to dispose."""
         await self.feed.close()
+        if self.embedding is not None:
+            await self.embedding.close()
         if self._scrubbing is not None:
             self._scrubbing.cancel()
             await asyncio.gather(self._scrubbing, return_exceptions=True)

@@ -1,72 +1,59 @@
-"""Recall: find what was said (messages) and what was summarised (daily summaries) long ago.
+"""Recall: find what was said long ago, with the turns around it, and pack it into what the model receives.
 
-Two stages. The database's own full-text engine (FTS5 bm25 / PostgreSQL ts_rank, × decay) picks a pool of
-candidates, POOL_FACTOR × as many as asked for. Then every candidate is scored here, the same way on both
-databases: BM25 over the pool (Snowball stems, as PostgreSQL's 'english' configuration uses), divided by the
-pool's best, × temporal decay with a half-life (RECALL_HALF_LIFE_DAYS: a 7-day-old hit weighs ≈ 0.85, a
-30-day-old ≈ 0.5 at the default 30). ts_rank has no notion of how rare a word is, so without the second
-stage PostgreSQL would rank "trip" as high as "decided" and disagree with SQLite. There is no minimum
-score: an old but relevant hit beats nothing, and the decay already puts it below newer equal ones.
+One retrieval path for every reply (questions about the past, and chat):
+1. Read the question (bot/memory/question.py): content words, members it names, a time it points at.
+2. Candidates: the database's full-text engine (a pool of POOL, by relevance alone: no decay here, so an old
+   answer is not cut before it is scored), the named members' own messages, and the nearest message vectors
+   (bot/memory/vector_index.py) — every candidate read back through the SQL read scope.
+3. Score the same way on both databases: BM25 within the pool × coord² (share of the words present, squared)
+   and the cosine to the question, each scaled to the pool, half each; a member the question names prefers
+   their own messages and messages about them (not ones addressed to them); a time in the question prefers
+   messages inside it; recency is only a gentle prior. The order never depends on how many results are asked
+   for.
+4. Snippets: the best hits come with the turns around them (the message before and after, what a hit replies
+   to and the replies to it), merged when they touch; summaries have their own share.
+5. Pack in rank order into a token budget: that text is exactly what the model receives.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import re
 from collections import Counter
-from dataclasses import dataclass, replace
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
-from functools import lru_cache
 from typing import Literal
 from zoneinfo import ZoneInfo
 
-import snowballstemmer
+import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.memory.vectors import Vectors, cosine
+from bot.llm.tokens import estimate_tokens
+from bot.memory.question import Question, addressed_only, words_of
+from bot.memory.vector_index import VectorIndex
+from bot.text import MENTION, WORD, stem
 from db import recall as store
-from db.recall import decay_rate
+from db.recall import Turn
 
 log = logging.getLogger(__name__)
-_WORD = re.compile(r"\w+", re.UNICODE)
-# Question scaffolding and time words: they say *that* something is asked about the past, not *what*.
-STOPWORDS = frozenset(
-    """
-a about above after again against ago all also am an and any anybody anyone are as at be because been before
-being below between both but by can could day days did do does doing done down during each else ever few for
-from further get gets got go goes going went had has have having he her here hers herself him himself his
-how i if in into is it its itself
-just know last me mention mentioned month months more most my myself no nor not now of off on once only or
-other our ours ourselves out over own recall remember said same say says she should so some somebody someone
-such talk talked tell than that the their theirs them themselves then there these they this those through
-time to today told too under until up us very was we week weeks were what when where which while who whom why
-will with would year years yesterday you your yours yourself yourselves
-""".split()
-)
-MAX_TERMS = 8
-POOL_FACTOR = 4
-VECTOR_WEIGHT, TEXT_WEIGHT = 0.7, 0.3
-MIN_HYBRID = 0.2  # below this (before decay) a hybrid hit is noise; the best keyword hit alone scores 0.3
-RECENT_FOR_VECTORS = 200  # the newest messages are candidates for meaning-only matches
-MIN_POOL = 100
+POOL = 120  # full-text candidates, whatever the number of results asked for
+MEMBER_POOL = 60  # a named member's own candidates
+VECTOR_POOL = 150
+SNIPPETS = 30  # hits that become snippets
+NEIGHBOURS = 10  # the best hits also get the message before and after
+TEXT_WEIGHT, VECTOR_WEIGHT = 0.5, 0.5
+WHO_BONUS = 1.0  # a member the question names: their messages and messages about them
+WHEN_BONUS = 1.0  # inside the time the question points at
+RECENCY = 0.05  # a gentle prior: at most this much, halving every RECALL_HALF_LIFE_DAYS
+SUMMARY_SHARE = 0.2
+COSINE_FLOOR = 0.15  # below this, a vector says nothing about relevance
 K1, B = 1.2, 0.75  # the usual BM25 constants
-_STEMMER = snowballstemmer.stemmer("english")
+EncodeQuery = Callable[[str], Awaitable[np.ndarray]]
+Names = Callable[[set[int]], Awaitable[dict[int, str]]]
 
-
-def query_terms(query: str, *, drop: set[str] | None = None) -> list[str]:
-    """Content words of a question, lowercased, de-duplicated, in order; at most MAX_TERMS."""
-    seen: list[str] = []
-    for word in _WORD.findall(query.lower()):
-        if len(word) > 1 and word not in STOPWORDS and word not in (drop or set()) and word not in seen:
-            seen.append(word)
-    return seen[:MAX_TERMS]
-
-
-@lru_cache(maxsize=100_000)
-def stem(word: str) -> str:
-    """The Snowball stem; cached, since the stemmer is pure Python and chat repeats its words all day."""
-    return _STEMMER.stemWord(word)
+# Kept for callers that only need the words of a text.
+query_terms = words_of
 
 
 def bm25_scores(terms: list[str], texts: list[str]) -> list[float]:
@@ -74,12 +61,12 @@ def bm25_scores(terms: list[str], texts: list[str]) -> list[float]:
 
     coord is the share of the question's words a text contains (Lucene's coordination factor), squared: a
     message with every word of "where did Bob's bike get stolen" is far likelier the answer than one that
-    only says "stolen", and the product with the decay must not let a week's chatter bury it.
+    only says "stolen".
     """
     stems = {stem(t) for t in terms}
-    docs = [Counter(map(stem, _WORD.findall(t.lower()))) for t in texts]
-    if not docs:
-        return []
+    docs = [Counter(map(stem, WORD.findall(t.lower()))) for t in texts]
+    if not docs or not stems:
+        return [0.0] * len(texts)
     avg = sum(sum(d.values()) for d in docs) / len(docs) or 1.0
     df = {s: sum(1 for d in docs if s in d) for s in stems}
     idf = {s: math.log(1 + (len(docs) - n + 0.5) / (n + 0.5)) for s, n in df.items()}
@@ -119,6 +106,9 @@ class Hit:
     score: float
     channel_id: int | None = None
     message_id: int | None = None
+    reply_to_id: int | None = None
+    coverage: float = 0.0  # share of the question's words present
+    cosine: float = 0.0  # similarity of meaning (0 without vectors)
 
     @property
     def jump_url(self) -> str | None:
@@ -132,53 +122,87 @@ class Hit:
         local, today = self.at.astimezone(ZoneInfo(zone)), now.astimezone(ZoneInfo(zone))
         return f"{local:%Y-%m-%d}, {relative_age(local, today)}"
 
+    def relevant(self) -> bool:
+        """Worth telling a chat about unasked: most of the question's words, or clearly the same meaning."""
+        return self.coverage >= 0.75 or self.cosine >= 0.5
+
+
+@dataclass
+class Snippet:
+    """A hit and the turns around it, oldest first."""
+
+    hit: Hit
+    turns: list[Turn]
+
+
+@dataclass
+class Recalled:
+    """What recall found for a question: snippets and summaries best first, and the text the model receives."""
+
+    snippets: list[Snippet] = field(default_factory=list)
+    summaries: list[Hit] = field(default_factory=list)
+    text: str = ""
+
+    @property
+    def hits(self) -> list[Hit]:
+        """The best hits (for citations), best first."""
+        return [s.hit for s in self.snippets] + self.summaries
+
+
+@dataclass
+class Options:
+    """Which parts of recall run (all by default; the benchmark's ablations switch them off)."""
+
+    text: bool = True
+    vectors: bool = True
+    neighbours: bool = True
+    time: bool = True
+    who: bool = True
+
 
 class Recall:
-    """Full-text recall with temporal decay over one database, either dialect."""
+    """Conversation-aware hybrid recall over one database, either dialect."""
 
     def __init__(
-        self, sessions: async_sessionmaker[AsyncSession], *, half_life_days: float, vectors: Vectors | None = None
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        *,
+        half_life_days: float,
+        index: VectorIndex | None = None,
+        encode_query: EncodeQuery | None = None,
     ) -> None:
         self._sessions = sessions
         self.half_life_days = half_life_days
-        self._vectors = vectors  # None: text only (the default; embeddings are never required)
+        self._index = index
+        self._encode = encode_query
+        self.options = Options()
 
-    async def recall(
+    async def find(
         self,
         guild_id: int,
-        query: str,
+        question: Question,
         *,
         now: datetime,
         zone: str = "UTC",
-        user_id: int | None = None,
+        here: int | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
-        limit: int = 10,
-        channel_id: int | None = None,
-        authors: dict[int, set[str]] | None = None,
-    ) -> list[Hit]:
-        """The best `limit` hits for `query`; `channel_id` is where it is asked (its own channel may be private).
-
-        `authors` maps members named in the question to the words that named them: their own messages count
-        as containing those words ("when did Bob mention his exam?" — Bob wrote "my exam", not "Bob").
-        """
-        terms = query_terms(query)
-        if not terms or limit <= 0:
-            return []
-        size = max(limit * POOL_FACTOR, MIN_POOL)
-        tz = ZoneInfo(zone)
-        days_since = since.astimezone(tz).date() if since else date.min
-        days_until = (until.astimezone(tz) + timedelta(days=1)).date() if until else date.max
-        searches = [(user_id, terms)] + [
-            (a, [t for t in terms if t not in words]) for a, words in (authors or {}).items() if user_id in (None, a)
-        ]
-        messages: dict[int, store.MessageRow] = {}
+        user_id: int | None = None,
+    ) -> tuple[list[Hit], list[Hit]]:
+        """Ranked message hits and summary hits for a question asked in `here` (its own channel may be private)."""
+        options = self.options
+        terms = question.terms if options.text else []
+        window = question.window if options.time else None
+        members = question.members if options.who else {}
+        turns: dict[int, Turn] = {}
         summaries: dict[tuple[int, date], store.SummaryRow] = {}
+        tz = ZoneInfo(zone)
         async with self._sessions() as session:
-            for author, words in searches:
+            searches = [(user_id, terms, POOL)] + [(m, terms, MEMBER_POOL) for m in members if user_id in (None, m)]
+            for author, words, size in searches:
                 if not words:
                     continue
-                for m in await store.search_messages(
+                for row in await store.search_messages(
                     session,
                     guild_id,
                     words,
@@ -186,74 +210,240 @@ class Recall:
                     since=since,
                     until=until,
                     now=now,
-                    half_life_days=self.half_life_days,
-                    here=channel_id,
+                    half_life_days=0,
+                    here=here,
                     limit=size,
                 ):
-                    messages[m.message_id] = m
+                    turns[row.message_id] = Turn(
+                        row.message_id, row.channel_id, row.user_id, row.text, row.at, row.reply_to_id
+                    )
                 for s in await store.search_summaries(
                     session,
                     guild_id,
                     words,
                     user_id=author,
-                    since=days_since,
-                    until=days_until,
+                    since=_day(since, tz, date.min),
+                    until=_day(until, tz, date.max, after=True),
                     today=now.astimezone(tz).date(),
-                    half_life_days=self.half_life_days,
-                    limit=size,
+                    half_life_days=0,
+                    limit=20,
                 ):
                     summaries[(s.user_id, s.day)] = s
-            if self._vectors is not None and since is None and until is None:
-                for m in await store.recent_messages(
-                    session, guild_id, user_id=user_id, here=channel_id, limit=RECENT_FOR_VECTORS
-                ):
-                    messages.setdefault(m.message_id, m)
-        hits = [
-            Hit("message", guild_id, m.user_id, m.text, m.at, 0.0, m.channel_id, m.message_id)
-            for m in messages.values()
-        ]
-        days = [
-            Hit("summary", guild_id, s.user_id, s.text, datetime.combine(s.day, time(12), tz).astimezone(UTC), 0.0)
-            for s in summaries.values()
-        ]
-        return (await self._rank(guild_id, query, terms, [hits, days], now=now, authors=authors or {}))[:limit]
+            if not terms:  # nothing to search for but who and when: their messages in that time
+                for member in members:
+                    for row in await store.recent_messages(
+                        session,
+                        guild_id,
+                        user_id=member,
+                        here=here,
+                        limit=MEMBER_POOL,
+                        since=window[0] if window else None,
+                        until=window[1] if window else None,
+                    ):
+                        turns.setdefault(
+                            row.message_id,
+                            Turn(row.message_id, row.channel_id, row.user_id, row.text, row.at, row.reply_to_id),
+                        )
+            cosine = await self._meaning(session, guild_id, question, turns, here=here, since=since, until=until)
+        hits = self._rank(guild_id, question, list(turns.values()), cosine, now=now, window=window, members=members)
+        summary_hits = self._rank_summaries(guild_id, terms, list(summaries.values()), tz)
+        return hits, summary_hits
 
-    async def _rank(
+    async def _meaning(
+        self,
+        session: AsyncSession,
+        guild_id: int,
+        question: Question,
+        turns: dict[int, Turn],
+        *,
+        here: int | None,
+        since: datetime | None,
+        until: datetime | None,
+    ) -> dict[int, float]:
+        """Cosines to the question: the nearest vectors join the candidates; text candidates get theirs."""
+        if self._index is None or self._encode is None or not self.options.vectors:
+            return {}
+        plain = " ".join(
+            w
+            for w in WORD.findall(question.text)
+            if w.lower() not in {n for names in question.members.values() for n in names}
+        )
+        try:
+            query = (await self._encode(plain or question.text)).astype(np.float32)
+            nearest = await self._index.search(guild_id, query, VECTOR_POOL)
+        except Exception:  # the optional half failing leaves the words working
+            log.warning("vector search failed; recall uses words only", exc_info=True)
+            return {}
+        cosine = dict(nearest)
+        new = [m for m, _ in nearest if m not in turns]
+        for turn in await store.messages_by_id(session, guild_id, new, here=here):
+            if (since is None or turn.at >= since) and (until is None or turn.at < until):
+                turns[turn.message_id] = turn
+        missing = [m for m in turns if m not in cosine]
+        cosine |= await self._index.similarity(guild_id, query, missing)
+        return cosine
+
+    def _rank(
         self,
         guild_id: int,
-        query: str,
-        terms: list[str],
-        pools: list[list[Hit]],
+        question: Question,
+        turns: list[Turn],
+        cosine: dict[int, float],
         *,
         now: datetime,
-        authors: dict[int, set[str]],
+        window: tuple[datetime, datetime] | None,
+        members: dict[int, set[str]],
     ) -> list[Hit]:
-        rate = decay_rate(self.half_life_days)
-        similarity = await self._similarities(guild_id, query, [h for pool in pools for h in pool])
-        scored: list[Hit] = []
-        for pool in pools:  # each kind on its own scale, so they compete fairly
-            texts = [" ".join([h.text, *sorted(authors.get(h.user_id, ()))]) for h in pool]
-            relevance = bm25_scores(terms, texts)
-            best = max(relevance, default=0.0) or 1.0
-            for hit, r in zip(pool, relevance, strict=True):
-                text_part = r / best
-                if similarity is not None:  # hybrid: both halves count, and noise is dropped
-                    text_part = VECTOR_WEIGHT * max(0.0, similarity[id(hit)]) + TEXT_WEIGHT * text_part
-                    if text_part < MIN_HYBRID:
-                        continue
-                age = max(0.0, (now - hit.at).total_seconds() / 86400)
-                scored.append(replace(hit, score=text_part * math.exp(-rate * age)))
-        scored.sort(key=lambda h: (-round(h.score, 9), -h.at.timestamp(), h.message_id or 0))
-        return scored
+        if not turns:
+            return []
+        texts = [t.text for t in turns]
+        lexical = bm25_scores(question.terms, texts) if question.terms and self.options.text else [0.0] * len(turns)
+        top_text = max(lexical) or 1.0
+        cosines = [cosine.get(t.message_id, 0.0) for t in turns]
+        top_cos = max(cosines) if cosines else 0.0
+        stems = {stem(w) for w in question.terms}
+        rate = math.log(2) / self.half_life_days if self.half_life_days > 0 else 0.0
+        hits = []
+        for turn, lex, cos in zip(turns, lexical, cosines, strict=True):
+            meaning = max(0.0, cos - COSINE_FLOOR) / max(1e-9, top_cos - COSINE_FLOOR) if top_cos > COSINE_FLOOR else 0
+            score = TEXT_WEIGHT * lex / top_text + VECTOR_WEIGHT * meaning
+            if members and any(_about(turn, member, names) for member, names in members.items()):
+                score += WHO_BONUS
+            if window is not None and window[0] <= turn.at < window[1]:
+                score += WHEN_BONUS
+            age = max(0.0, (now - turn.at).total_seconds() / 86400)
+            score += RECENCY * math.exp(-rate * age)
+            present = {stem(w) for w in WORD.findall(turn.text.lower())}
+            coverage = len(stems & present) / len(stems) if stems else 0.0
+            hits.append(
+                Hit(
+                    "message",
+                    guild_id,
+                    turn.user_id,
+                    turn.text,
+                    turn.at,
+                    score,
+                    turn.channel_id,
+                    turn.message_id,
+                    turn.reply_to_id,
+                    coverage,
+                    cos,
+                )
+            )
+        hits.sort(key=lambda h: (-round(h.score, 9), -h.at.timestamp(), h.message_id or 0))
+        return hits
 
-    async def _similarities(self, guild_id: int, query: str, hits: list[Hit]) -> dict[int, float] | None:
-        """Cosine similarity of each hit to the question, or None (text only) without embeddings or on failure."""
-        if self._vectors is None or not hits:
-            return None
-        try:
-            [question] = await self._vectors.vectors(guild_id, [query], task="RETRIEVAL_QUERY")
-            vectors = await self._vectors.vectors(guild_id, [h.text for h in hits])
-        except Exception:  # any failure of the optional half leaves the text half working
-            log.warning("embeddings unavailable; recall falls back to text only", exc_info=True)
-            return None
-        return {id(h): cosine(question, v) for h, v in zip(hits, vectors, strict=True)}
+    def _rank_summaries(self, guild_id: int, terms: list[str], rows: list[store.SummaryRow], tz: ZoneInfo) -> list[Hit]:
+        if not rows:
+            return []
+        relevance = bm25_scores(terms, [r.text for r in rows])
+        best = max(relevance) or 1.0
+        hits = [
+            Hit(
+                "summary",
+                guild_id,
+                r.user_id,
+                r.text,
+                datetime.combine(r.day, time(12), tz).astimezone(UTC),
+                score / best,
+            )
+            for r, score in zip(rows, relevance, strict=True)
+        ]
+        hits.sort(key=lambda h: (-round(h.score, 9), -h.at.timestamp(), h.user_id))
+        return hits
+
+    async def snippets(self, guild_id: int, hits: list[Hit], *, here: int | None) -> list[Snippet]:
+        """The best hits with the turns around them, merged where they touch, best first."""
+        best = hits[:SNIPPETS]
+        if not best:
+            return []
+        as_turns = [Turn(h.message_id or 0, h.channel_id or 0, h.user_id, h.text, h.at, h.reply_to_id) for h in best]
+        async with self._sessions() as session:
+            extra = await store.around(
+                session, guild_id, as_turns, here=here, neighbours=NEIGHBOURS if self.options.neighbours else 0
+            )
+        by_id = {t.message_id: t for t in [*as_turns, *extra]}
+        snippets: list[Snippet] = []
+        taken: dict[int, Snippet] = {}
+        for rank, (hit, turn) in enumerate(zip(best, as_turns, strict=True)):
+            near = {turn.message_id}
+            if turn.reply_to_id in by_id:
+                near.add(turn.reply_to_id)  # type: ignore[arg-type]
+            near |= {t.message_id for t in extra if t.reply_to_id == turn.message_id}
+            if rank < NEIGHBOURS and self.options.neighbours:
+                near |= {
+                    t.message_id
+                    for t in extra
+                    if t.channel_id == turn.channel_id
+                    and _adjacent(t.message_id, turn.message_id, by_id, turn.channel_id)
+                }
+            joined = next((taken[m] for m in near if m in taken), None)
+            if joined is None:
+                joined = Snippet(hit, [])
+                snippets.append(joined)
+            for message_id in near:
+                if message_id not in taken:
+                    taken[message_id] = joined
+                    joined.turns.append(by_id[message_id])
+        for snippet in snippets:
+            snippet.turns.sort(key=lambda t: (t.at, t.message_id))
+        return snippets
+
+
+def _day(moment: datetime | None, tz: ZoneInfo, default: date, *, after: bool = False) -> date:
+    if moment is None:
+        return default
+    local = moment.astimezone(tz).date()
+    return local + timedelta(days=1) if after else local
+
+
+def _adjacent(candidate: int, hit: int, by_id: dict[int, Turn], channel: int) -> bool:
+    """Whether `candidate` is the nearest known message before or after `hit` in its channel."""
+    same = sorted(m for m, t in by_id.items() if t.channel_id == channel)
+    i = same.index(hit)
+    return candidate in same[max(0, i - 1) : i + 2]
+
+
+def _about(turn: Turn, member: int, names: set[str]) -> bool:
+    """Their own message, or one about them (a mention or their name, not only as the one spoken to)."""
+    if turn.user_id == member:
+        return True
+    mentioned = {int(m) for m in MENTION.findall(turn.text)}
+    if member in mentioned:
+        return True
+    return any(name in turn.text.lower() and not addressed_only(turn.text, name) for name in names)
+
+
+def pack(
+    snippets: list[Snippet],
+    summaries: list[Hit],
+    names: dict[int, str],
+    *,
+    budget: int,
+    zone: str,
+) -> str:
+    """Snippets (and summaries in their share) as lines, in rank order, within `budget` tokens."""
+    tz = ZoneInfo(zone)
+    summary_room = int(budget * SUMMARY_SHARE) if summaries else 0
+    blocks: list[str] = []
+    used = 0
+
+    def line(turn: Turn) -> str:
+        body = MENTION.sub(lambda m: "@" + names.get(int(m.group(1)), "someone"), turn.text)
+        return f"[{turn.at.astimezone(tz):%Y-%m-%d %H:%M}] {names.get(turn.user_id, 'someone')}: {body}"
+
+    for snippet in snippets:
+        block = "\n".join(line(t) for t in snippet.turns)
+        cost = estimate_tokens(block) + 1
+        if used + cost > budget - summary_room:
+            continue  # a smaller snippet further down may still fit
+        blocks.append(block)
+        used += cost
+    for hit in summaries:
+        block = f"[{hit.at.astimezone(tz):%Y-%m-%d}] summary of {names.get(hit.user_id, 'someone')}'s day: {hit.text}"
+        cost = estimate_tokens(block) + 1
+        if used + cost > budget:
+            continue
+        blocks.append(block)
+        used += cost
+    return "\n\n".join(blocks)

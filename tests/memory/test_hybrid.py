@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from datetime import timedelta
 
@@ -13,9 +12,7 @@ from sqlalchemy import func, select
 
 from bot.llm.embeddings import GeminiEmbedder
 from bot.memory.manager import MemoryManager
-from bot.memory.recall import MIN_HYBRID, TEXT_WEIGHT
-from db.models import Embedding
-from db.recall import decay_rate
+from db.models import MessageVector
 from tests.factories import ALICE, BOB, GUILD, T0, message
 from tests.gemini_stub import GeminiStub
 from tests.memory.test_facts import AppendingModel
@@ -67,6 +64,9 @@ async def fill(memory: MemoryManager) -> None:
     ]:
         await memory.ingest_message(message(text, author=author, at=T0 - timedelta(days=days)))
     await memory.flush()
+    if memory.embedding is not None:
+        await memory.embedding.idle()  # embedded in the background
+        await memory.flush()
 
 
 async def test_meaning_finds_what_words_miss(build, stub):
@@ -74,39 +74,34 @@ async def test_meaning_finds_what_words_miss(build, stub):
     await fill(text_only)
     assert await text_only.recall(GUILD, "when is the exam?", now=T0) == []  # no shared word
     hybrid = await build()
+    await fill(hybrid)
     hits = await hybrid.recall(GUILD, "when is the exam?", now=T0)
-    assert [h.text for h in hits] == ["my finals are on friday, wish me luck"]
-    assert hits[0].score == pytest.approx(0.7 * 1.0 * 2 ** (-3 / 30), rel=1e-3)  # similarity 1, no shared word
-    assert stub.embedded[0] == ["when is the exam?"] and len(stub.embedded) == 2  # the question, then the pool
+    assert hits[0].text == "my finals are on friday, wish me luck"
+    assert hits[0].cosine == pytest.approx(1.0, abs=0.02) and hits[0].coverage == 0  # meaning alone found it
+    assert any(len(batch) == 1 and "exam" in batch[0] for batch in stub.embedded)  # the question, for the search
 
 
-async def test_keyword_hits_still_count_and_their_text_scores_differ(build):
+async def test_keyword_hits_still_count_and_rank_above_what_only_shares_a_word(build):
     memory = await build()
     await fill(memory)
     hits = await memory.recall(GUILD, "blue kettle", now=T0)
     # These words mean nothing to the embedding model: only the text half can find them, and it does.
-    assert hits[0].text == "the blue kettle is broken"
-    assert hits[0].score == pytest.approx(TEXT_WEIGHT * 1.0 * math.exp(-decay_rate(30) * 1), rel=1e-3)
-    assert TEXT_WEIGHT >= MIN_HYBRID  # the best pure keyword hit always passes the minimum
-    assert all(h.text != "kettle" for h in hits)  # half the words, coord² → under the minimum: dropped as noise
+    assert hits[0].text == "the blue kettle is broken" and hits[0].cosine == 0
+    assert [h.text for h in hits].index("kettle") > 0  # half the words, coord²: below the complete match
 
 
-async def test_embeddings_are_cached_in_sql_by_content(build, stub, engine):
+async def test_vectors_are_stored_per_message_and_go_with_it(build, stub):
     memory = await build()
     await fill(memory)
-    await memory.recall(GUILD, "exam", now=T0)
+    async with memory.sessions() as session:
+        assert await session.scalar(select(func.count()).select_from(MessageVector)) == 4
     requests = len(stub.embedded)
-    await memory.recall(GUILD, "exam", now=T0)
-    assert len(stub.embedded) == requests  # this process remembers
-    other = await build()  # another process reads them from SQL
+    other = await build()  # another process reads them from SQL: nothing is embedded again
     await other.recall(GUILD, "exam", now=T0)
-    assert len(stub.embedded) == requests
+    assert len(stub.embedded) == requests + 1  # only the question
+    await memory.forget_member(GUILD, BOB)  # deleted means deleted: the vectors go with the messages
     async with memory.sessions() as session:
-        stored = await session.scalar(select(func.count()).select_from(Embedding))
-    assert stored == 5  # four messages and the question
-    await memory.forget_member(GUILD, BOB)  # deleted means deleted: derived vectors too
-    async with memory.sessions() as session:
-        assert await session.scalar(select(func.count()).select_from(Embedding)) == 0
+        assert await session.scalar(select(func.count()).select_from(MessageVector)) == 2
 
 
 async def test_a_failing_embedding_model_leaves_text_recall_working(build, stub):
@@ -118,4 +113,4 @@ async def test_a_failing_embedding_model_leaves_text_recall_working(build, stub)
 
     stub.embedder = broken
     hits = await memory.recall(GUILD, "blue kettle", now=T0)
-    assert hits and hits[0].text == "the blue kettle is broken" and hits[0].score > TEXT_WEIGHT
+    assert hits and hits[0].text == "the blue kettle is broken"

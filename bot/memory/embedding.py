@@ -1,0 +1,147 @@
+"""Embedding messages in the background: what arrives now first, then the backlog (an import, a fresh install).
+
+Ingestion hands every stored message of people to `note`; a worker embeds them in batches (the model runs
+in its own thread, so the event loop is free), stores the vectors through the write-behind queue (after their
+message, in order; a vector whose message is gone by then is dropped by the database) and adds them to the
+in-process index. When nothing new waits, it embeds the newest messages that have no vector yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from bot.llm.embeddings import Embedder, Task
+from bot.memory.vector_index import VectorIndex, quantize
+from bot.settings import Settings
+from db import vectors as store
+from db.records import MessageVector
+
+log = logging.getLogger(__name__)
+BATCH = 64
+BACKLOG_BATCH = 256
+IDLE_SECONDS = 2.0
+
+
+def encoder(embedder: Embedder, task: Task) -> Callable[[list[str]], Awaitable[np.ndarray]]:
+    """Any embedder as `texts -> unit-length float32 rows` (the local model gives arrays; Gemini gives lists)."""
+
+    async def encode(texts: list[str]) -> np.ndarray:
+        array = getattr(embedder, "embed_array", None)
+        vectors = (
+            await array(texts)
+            if array is not None
+            else np.asarray(await embedder.embed(texts, task=task), dtype=np.float32)
+        )
+        return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+    return encode
+
+
+def dimensions_of(embedder: Embedder, settings: Settings) -> int:
+    """How long the embedder's vectors are."""
+    return int(getattr(embedder, "dimensions", None) or settings.embedding_dimensions)
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A message to embed."""
+
+    message_id: int
+    guild_id: int
+    text: str
+
+
+class EmbeddingWorker:
+    """Keeps every stored message of people embedded, newest first."""
+
+    def __init__(
+        self,
+        encode: Callable[[list[str]], Awaitable[np.ndarray]],
+        index: VectorIndex,
+        store_vector: Callable[[MessageVector], Awaitable[None]],
+        sessions: async_sessionmaker[AsyncSession],
+        flush: Callable[[], Awaitable[None]],
+    ) -> None:
+        self._encode = encode
+        self._flush = flush  # the backlog is read from SQL: what was embedded must be stored before the next read
+        self._index = index
+        self._store = store_vector
+        self._sessions = sessions
+        self._pending: deque[Pending] = deque()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._backlog_done = False
+        self.embedded = 0
+
+    def note(self, message_id: int, guild_id: int, text: str) -> None:
+        """A message (or its new text) to embed soon."""
+        if text.strip():
+            self._pending.append(Pending(message_id, guild_id, text))
+            self._wake.set()
+
+    def start(self) -> None:
+        """Start the worker (idempotent)."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="elefant-embedding")
+
+    async def idle(self) -> None:
+        """Wait until what was noted so far, and the backlog, are embedded (tests, benchmarks, imports)."""
+        while self._pending or not self._backlog_done:
+            self._wake.set()
+            await asyncio.sleep(0.02)
+
+    async def close(self) -> None:
+        """Stop; what is not embedded yet is found again as backlog next time."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                backlog = not self._pending
+                if backlog:
+                    batch = await self._backlog()
+                else:
+                    batch = [self._pending.popleft() for _ in range(min(BATCH, len(self._pending)))]
+                if not batch:
+                    self._backlog_done = True
+                    self._wake.clear()
+                    with contextlib.suppress(TimeoutError):  # not wait_for: on 3.11 it can swallow a cancel
+                        async with asyncio.timeout(IDLE_SECONDS * 15):
+                            await self._wake.wait()
+                    self._backlog_done = False
+                    continue
+                await self._embed(batch)
+                if backlog:
+                    await self._flush()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the database or the model may be away for a while: the backlog keeps the work
+                log.warning("embedding messages failed; trying again shortly", exc_info=True)
+                await asyncio.sleep(IDLE_SECONDS)
+
+    async def _backlog(self) -> list[Pending]:
+        async with self._sessions() as session:
+            rows = await store.unembedded(session, limit=BACKLOG_BATCH)
+        return [Pending(r.message_id, r.guild_id, r.text) for r in rows]
+
+    async def _embed(self, batch: list[Pending]) -> None:
+        vectors = await self._encode([p.text for p in batch])
+        for pending, (blob, scale) in zip(batch, quantize(vectors), strict=True):
+            await self._store(MessageVector(pending.message_id, pending.guild_id, self._index.model, blob, scale))
+        by_guild: dict[int, list[int]] = {}
+        for i, pending in enumerate(batch):
+            by_guild.setdefault(pending.guild_id, []).append(i)
+        for guild_id, rows in by_guild.items():
+            self._index.add(guild_id, [batch[i].message_id for i in rows], vectors[rows])
+        self.embedded += len(batch)

@@ -1,0 +1,152 @@
+"""Reading a question about the past: its content words, the members it names, the time it points at.
+
+"What did Melanie paint last May?" → words ["paint"], members {Melanie's id: {"melanie"}}, window May 1–31 of
+the last May that is over. A member's name says *who*, not *what*: it leaves the words searched for and
+becomes a preference for that member's own messages and messages about them (not ones merely addressed to
+them: "thanks Melanie!"). Time words narrow nothing on their own; they prefer messages inside the window.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from bot.text import MENTION, STOPWORDS, WORD
+
+MAX_TERMS = 8
+MONTHS = {
+    m: i
+    for i, m in enumerate(
+        [
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ],
+        start=1,
+    )
+}
+MONTHS |= {m[:3]: i for m, i in list(MONTHS.items())} | {"sept": 9}
+_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "couple": 2,
+    "few": 3,
+}
+_AGO = re.compile(
+    r"\b(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|couple|few)"
+    r"(?:\s+of)?\s+(day|week|month|year)s?\s+ago\b"
+)
+_MONTH = re.compile(
+    r"\b(?:(last|this|in|during|back in|early|late|mid)\s+)?("
+    + "|".join(sorted(MONTHS, key=len, reverse=True))
+    + r")\b(?:\s+(\d{4}))?"
+)
+_YEAR = re.compile(r"\b(?:in|during|back in)\s+((?:19|20)\d{2})\b")
+_RELATIVE = {
+    "yesterday": (2, 0),
+    "last week": (14, 6),
+    "this week": (7, 0),
+    "last month": (62, 27),
+    "this month": (31, 0),
+    "last year": (730, 330),
+    "recently": (30, 0),
+}
+_ADDRESS = r"(?:^|[.!?]\s+)(?:hey|hi|hello|thanks|thank you|thx|ty|ok|okay|yo|sorry|congrats|love you|welcome)?,?\s*"
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """What a question asks: words to search for, members it is about, a time it points at."""
+
+    text: str
+    terms: list[str]
+    members: dict[int, set[str]] = field(default_factory=dict)
+    window: tuple[datetime, datetime] | None = None
+
+
+def words_of(text: str, *, drop: set[str] | None = None) -> list[str]:
+    """Content words of a text, lowercased, de-duplicated, in order; at most MAX_TERMS."""
+    seen: list[str] = []
+    for word in WORD.findall(text.lower()):
+        if len(word) > 1 and word not in STOPWORDS and word not in (drop or set()) and word not in seen:
+            seen.append(word)
+    return seen[:MAX_TERMS]
+
+
+def _month_window(month: int, year: int | None, today: date, zone: ZoneInfo) -> tuple[datetime, datetime]:
+    if year is None:  # the last such month that has begun
+        year = today.year if month <= today.month else today.year - 1
+    start = datetime(year, month, 1, tzinfo=zone)
+    end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=zone)
+    return start, end
+
+
+def time_window(text: str, now: datetime, zone: str = "UTC") -> tuple[datetime, datetime] | None:
+    """The stretch of time a question points at, widened a little (people round), or None."""
+    tz = ZoneInfo(zone)
+    low = text.lower()
+    local = now.astimezone(tz)
+    if match := _AGO.search(low):
+        n = int(match.group(1)) if match.group(1).isdigit() else _NUMBERS[match.group(1)]
+        days = {"day": 1, "week": 7, "month": 30, "year": 365}[match.group(2)] * n
+        slack = max(1, days // 3)
+        return now - timedelta(days=days + slack), now - timedelta(days=max(0, days - slack))
+    for phrase, (back, until) in _RELATIVE.items():
+        if re.search(rf"\b{phrase}\b", low):
+            return now - timedelta(days=back), now - timedelta(days=until)
+    if match := _MONTH.search(low):
+        word = match.group(2)
+        if word != "may" or match.group(1) or match.group(3):  # "may" alone is mostly the verb
+            start, end = _month_window(MONTHS[word], int(match.group(3)) if match.group(3) else None, local.date(), tz)
+            return start, end
+    if match := _YEAR.search(low):
+        year = int(match.group(1))
+        return datetime(year, 1, 1, tzinfo=tz), datetime(year + 1, 1, 1, tzinfo=tz)
+    return None
+
+
+def addressed_only(text: str, name: str) -> bool:
+    """Whether `name` appears in `text` only as the person spoken to ("thanks Mel!", "Mel, you around?")."""
+    low, n = text.lower(), re.escape(name.lower())
+    mentions = [m.start() for m in re.finditer(rf"\b{n}\b", low)]
+    if not mentions:
+        return False
+    vocative = re.compile(rf"{_ADDRESS}@?{n}\b\s*[,!?:]|[,!]\s*@?{n}\s*[!?.]*\s*$|^@?{n}\s*[,:!]")
+    spoken_to = {m.start() + m.group(0).lower().find(name.lower()) for m in vocative.finditer(low)}
+    return all(position in spoken_to for position in mentions)
+
+
+async def read(text: str, *, now: datetime, zone: str, resolve: Callable[[str], Awaitable[list[int]]]) -> Question:
+    """The question in `text`: members named (by mention, or by a name that resolves to one member)."""
+    members: dict[int, set[str]] = {int(m): set() for m in MENTION.findall(text)}
+    plain = MENTION.sub(" ", text)
+    for word in words_of(plain):
+        found = await resolve(word)
+        if len(found) == 1:
+            members.setdefault(found[0], set()).add(word)
+    named = {w for words in members.values() for w in words}
+    return Question(plain, words_of(plain, drop=named), members, time_window(plain, now, zone))

@@ -1,0 +1,167 @@
+"""Per-guild vector indexes (faiss) in front of the message_vectors table, which is the truth.
+
+A guild's index is built from SQL the first time it is searched, then kept current by what this process
+embeds and by a sync of rows other processes stored (by their id, every SYNC_SECONDS). Small guilds get an
+exact index over half floats; from IVF_FROM
+vectors on, an inverted-file index (IVF, 8-bit scalars, nlist ≈ 4·√n, NPROBE lists searched), trained on the
+guild's own vectors and rebuilt when the guild has grown fourfold since. Deleted messages may linger in an
+index until it is rebuilt, but never reach anyone: every candidate is read back through the SQL read scope.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+
+import faiss
+import numpy as np
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from db import vectors as store
+
+log = logging.getLogger(__name__)
+IVF_FROM = 100_000
+NPROBE = 24
+SYNC_SECONDS = 10.0
+
+
+def quantize(vectors: np.ndarray) -> list[tuple[bytes, float]]:
+    """Each unit vector as int8 bytes and its scale (value = int8 × scale)."""
+    scales = np.maximum(np.abs(vectors).max(axis=1), 1e-12) / 127.0
+    q = np.clip(np.rint(vectors / scales[:, None]), -127, 127).astype(np.int8)
+    return [(row.tobytes(), float(s)) for row, s in zip(q, scales, strict=True)]
+
+
+def dequantize(rows: list[tuple[bytes, float]], dim: int) -> np.ndarray:
+    """The float32 vectors of stored rows."""
+    if not rows:
+        return np.zeros((0, dim), dtype=np.float32)
+    q = np.frombuffer(b"".join(blob for blob, _ in rows), dtype=np.int8).reshape(len(rows), dim)
+    return q.astype(np.float32) * np.array([s for _, s in rows], dtype=np.float32)[:, None]
+
+
+def _exact(dim: int) -> faiss.Index:
+    # Half floats need no training (an empty guild can be indexed) and lose nothing a ranking would notice.
+    return faiss.IndexIDMap2(faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT))
+
+
+def _ivf(dim: int, sample: np.ndarray) -> faiss.Index:
+    lists = max(64, int(4 * math.sqrt(len(sample))))
+    quantizer = faiss.IndexFlatIP(dim)
+    ivf = faiss.IndexIVFScalarQuantizer(
+        quantizer, dim, lists, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
+    )
+    ivf.train(sample[np.random.default_rng(0).permutation(len(sample))[: lists * 40]])
+    ivf.nprobe = NPROBE
+    ivf.set_direct_map_type(faiss.DirectMap.Hashtable)  # reconstruct and remove by message id
+    return ivf  # faiss's Python wrapper keeps the quantizer referenced by the index
+
+
+@dataclass
+class _Guild:
+    index: faiss.Index
+    cursor: int = 0  # the newest message_vectors id seen
+    size: int = 0
+    trained_at: int = 0  # size when the IVF was trained (0: exact index)
+    synced: float = field(default_factory=time.monotonic)
+
+
+class VectorIndex:
+    """Searches a guild's message vectors; builds, syncs and drops per-guild indexes."""
+
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], model: str, dim: int) -> None:
+        self._sessions = sessions
+        self.model = model
+        self.dim = dim
+        self._guilds: dict[int, _Guild] = {}
+        self._loading: dict[int, asyncio.Task[_Guild]] = {}
+
+    def drop(self, guild_id: int) -> None:
+        """Forget a guild's index (rebuilt from SQL on the next search): after deletions."""
+        self._guilds.pop(guild_id, None)
+
+    def remove(self, guild_id: int, message_ids: list[int]) -> None:
+        """Take deleted messages out of a loaded index."""
+        guild = self._guilds.get(guild_id)
+        if guild is not None and message_ids:
+            guild.index.remove_ids(np.array(message_ids, dtype=np.int64))
+
+    def add(self, guild_id: int, message_ids: list[int], vectors: np.ndarray) -> None:
+        """Vectors this process just embedded (a guild not loaded yet reads them from SQL when it is)."""
+        guild = self._guilds.get(guild_id)
+        if guild is None or not message_ids:
+            return
+        ids = np.array(message_ids, dtype=np.int64)
+        guild.index.remove_ids(ids)  # an edit embeds a message again
+        guild.index.add_with_ids(vectors.astype(np.float32), ids)
+        guild.size += len(message_ids)
+
+    async def search(self, guild_id: int, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """The k message ids most similar to the query vector, with their cosine (index approximation)."""
+        guild = await self._guild(guild_id)
+        if guild.size == 0:
+            return []
+        scores, ids = guild.index.search(query.reshape(1, -1).astype(np.float32), k)
+        return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0]
+
+    async def similarity(self, guild_id: int, query: np.ndarray, message_ids: list[int]) -> dict[int, float]:
+        """Cosine of the query to each given message that has a vector."""
+        guild = await self._guild(guild_id)
+        found: dict[int, float] = {}
+        for message_id in message_ids:
+            try:
+                vector = guild.index.reconstruct(int(message_id))
+            except RuntimeError:  # no vector (yet) for that message
+                continue
+            found[message_id] = float(np.dot(vector, query))
+        return found
+
+    async def _guild(self, guild_id: int) -> _Guild:
+        guild = self._guilds.get(guild_id)
+        if guild is None:
+            task = self._loading.get(guild_id)
+            if task is None:
+                task = self._loading[guild_id] = asyncio.create_task(self._load(guild_id))
+                task.add_done_callback(lambda _: self._loading.pop(guild_id, None))
+            guild = self._guilds[guild_id] = await asyncio.shield(task)
+        elif time.monotonic() - guild.synced > SYNC_SECONDS:
+            guild.synced = time.monotonic()
+            await self._sync(guild_id, guild)
+        return guild
+
+    async def _load(self, guild_id: int) -> _Guild:
+        rows: list[store.StoredVector] = []
+        async with self._sessions() as session:
+            while batch := await store.of_guild(session, guild_id, self.model, after=rows[-1].id if rows else 0):
+                rows += batch
+        vectors = dequantize([(r.vector, r.scale) for r in rows], self.dim)
+        ids = np.array([r.message_id for r in rows], dtype=np.int64)
+        guild = await asyncio.to_thread(self._build, vectors, ids)
+        guild.cursor = rows[-1].id if rows else 0
+        log.debug("vector index of guild %s: %d vectors", guild_id, guild.size)
+        return guild
+
+    def _build(self, vectors: np.ndarray, ids: np.ndarray) -> _Guild:
+        if len(ids) >= IVF_FROM:
+            index = _ivf(self.dim, vectors)
+            trained = len(ids)
+        else:
+            index, trained = _exact(self.dim), 0
+        if len(ids):
+            index.add_with_ids(vectors, ids)
+        return _Guild(index, size=len(ids), trained_at=trained)
+
+    async def _sync(self, guild_id: int, guild: _Guild) -> None:
+        """Add what other processes stored since; rebuild when the guild outgrew its index."""
+        async with self._sessions() as session:
+            rows = await store.of_guild(session, guild_id, self.model, after=guild.cursor)
+        if rows:
+            ids = [r.message_id for r in rows]
+            self.add(guild_id, ids, dequantize([(r.vector, r.scale) for r in rows], self.dim))
+            guild.cursor = rows[-1].id
+        grown = guild.size >= IVF_FROM and (guild.trained_at == 0 or guild.size >= 4 * guild.trained_at)
+        if grown:
+            self.drop(guild_id)  # the next search builds it again, as an IVF trained on what is there now
