@@ -336,10 +336,24 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--verbose", action="store_true", help="print the questions whose answer was missed")
     parser.add_argument("--reuse", type=Path, help="a database file built earlier with the same arguments")
     parser.add_argument("--dir", help="where to build the database (default: a temporary directory)")
+    parser.add_argument(
+        "--conversations",
+        action="store_true",
+        help="the conversation benchmark (bench/conversation_recall.py) instead of planted facts",
+    )
+    parser.add_argument("--profile", default="small", help="with --conversations: small, large or a message count")
+    parser.add_argument("--budget", type=int, default=2000, help="with --conversations: tokens the model receives")
     return parser.parse_args(argv)
 
 
 def main() -> None:
+    args = parse()
+    if args.conversations:
+        from bench import conversation_recall
+
+        profile = int(args.profile) if str(args.profile).isdigit() else args.profile
+        asyncio.run(conversation_recall.run(profile, budget=args.budget))
+        return
     print("\n" + asyncio.run(measure(parse())).table())
 
 

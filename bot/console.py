@@ -97,7 +97,7 @@ class Console:
             self.say(f"(it is now {self.clock.now():%A %Y-%m-%d %H:%M} UTC)")
         elif name == "context" and arg:
             await self.app.memory.flush()
-            known = await self.app.memory.describe(GUILD, member_id(arg.lstrip("@")))
+            known = await self.app.memory.describe(GUILD, member_id(arg.lstrip("@")), patient=True)
             self.say(known or f"(nothing is known about {arg} yet)")
         elif name == "stats":
             await self._stats()

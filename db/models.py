@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import date, datetime
 
 from sqlalchemy import (
+    REAL,
     Boolean,
     Date,
-    Float,
     ForeignKey,
     Index,
     Integer,
@@ -210,7 +210,7 @@ class MessageVector(Base):
     guild_id: Mapped[int] = mapped_column(Snowflake)
     model: Mapped[str] = mapped_column(String(64))
     vector: Mapped[bytes] = mapped_column(LargeBinary)
-    scale: Mapped[float] = mapped_column(Float)
+    scale: Mapped[float] = mapped_column(REAL)
 
     __table_args__ = (Index("ix_message_vectors_guild_id", "guild_id", "id"),)
 

@@ -118,7 +118,7 @@ async def probe(memory: MemoryManager) -> Findings:
         for hit in await memory.recall(GUILD, "something unrelated entirely", channel_id=PUB, limit=50):
             found.add(f"vectors {hit.kind}", hit.text.replace("commandleak", "") if hit.kind == "message" else hit.text)
     for member in (ALICE, CAROL, BOB):
-        found.add("context", await memory.get_memories(GUILD, member) or "")
+        found.add("context", await memory.get_memories(GUILD, member, patient=True) or "")
     found.add("export", await memory.export(GUILD, ALICE))
     figures = await memory.stats(GUILD)
     if figures["messages"] != 16 or figures["members_seen"] != 3:  # G holds 16 stored messages of 3 authors

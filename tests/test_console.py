@@ -23,6 +23,7 @@ Elefant, forget that I like green tea
 def run(args: list[str], tmp_path: Path, stdin: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in {"DISCORD_TOKEN", "GEMINI_API_KEY"}}
     env["DATABASE_URL"] = f"sqlite:///{tmp_path}/console.db"
+    env["EMBEDDING_MODEL"] = "none"  # the console, not the model: loading it would only slow these down
     return subprocess.run(
         [sys.executable, "-m", "bot", *args],
         input=stdin,

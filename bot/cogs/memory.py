@@ -53,7 +53,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         subject = self_or_admin(interaction, user)
         await interaction.response.defer(ephemeral=True, thinking=True)
         facts = await self.memory.facts(interaction.guild_id, subject.id)
-        context = await self.memory.describe(interaction.guild_id, subject.id)
+        context = await self.memory.describe(interaction.guild_id, subject.id, patient=True)
         if facts is None and context is None:
             await answer(interaction, f"I don't remember anything about {subject.display_name} here yet.")
             return

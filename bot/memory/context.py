@@ -80,13 +80,17 @@ class ContextBuilder:
         if self._rollups is not None:
             self._rollups.drop(guild_id)
 
-    async def get_memories(self, guild_id: int, user_id: int, *, now: datetime | None = None) -> str | None:
-        """The context for a member, or None when nothing is known; waits at most MEMORY_WAIT_SECONDS."""
+    async def get_memories(
+        self, guild_id: int, user_id: int, *, now: datetime | None = None, patient: bool = False
+    ) -> str | None:
+        """The context for a member, or None when nothing is known; waits at most MEMORY_WAIT_SECONDS (no limit
+        when `patient`: a view of what memory holds, not a reply)."""
         now = now or self._clock.now()
         flight = ("ctx", guild_id, user_id, self._generations.of(guild_id))  # never join a build from before a change
         build = self._flight.start(flight, lambda: self._build(guild_id, user_id, now))
         try:
-            return await asyncio.wait_for(asyncio.shield(build), self._settings.memory_wait_seconds)
+            wait = None if patient else self._settings.memory_wait_seconds
+            return await asyncio.wait_for(asyncio.shield(build), wait)
         except TimeoutError:
             # The build goes on in the background and warms the caches for the next reply.
             keep(build, name=f"context build for a member of guild {guild_id}")

@@ -339,15 +339,20 @@ class MemoryManager:
 
     # ---- context and recall ---------------------------------------------------------------------------------
 
-    async def get_memories(self, guild_id: int, user_id: int, *, now: datetime | None = None) -> str | None:
-        """A member's merged context (facts, today, the last week, earlier); None when nothing is known."""
+    async def get_memories(
+        self, guild_id: int, user_id: int, *, now: datetime | None = None, patient: bool = False
+    ) -> str | None:
+        """A member's merged context (facts, today, the last week, earlier); None when nothing is known.
+
+        A reply waits at most MEMORY_WAIT_SECONDS; `patient` (views of memory: /context, `show`) waits for it all.
+        """
         if self._context is None:
             return await self.facts(guild_id, user_id)
-        return await self._context.get_memories(guild_id, user_id, now=now)
+        return await self._context.get_memories(guild_id, user_id, now=now, patient=patient)
 
-    async def describe(self, guild_id: int, user_id: int) -> str | None:
+    async def describe(self, guild_id: int, user_id: int, *, patient: bool = False) -> str | None:
         """Everything the bot would tell about a member, names rendered, nothing that pings."""
-        known = await self.get_memories(guild_id, user_id)
+        known = await self.get_memories(guild_id, user_id, patient=patient)
         return await self.names.render_mentions(guild_id, known, at=False) if known else None
 
     async def recall(

@@ -22,6 +22,7 @@ SECRET = "alice's secret recipe"
 
 @pytest.fixture
 async def memory(engine, settings):
+    settings = settings.model_copy(update={"memory_wait_seconds": 60})  # what is built, not the latency guard
     memory = MemoryManager(engine, settings, llm=LLM(None, prompts=load_prompts()), clock=FakeClock(NOW))
     await memory.start()
     for back in (0, 1, 2, 3, 20, 45):  # today, the last week, and the weeks and months of the rollups

@@ -35,7 +35,7 @@ def upgrade() -> None:
         sa.Column("guild_id", sa.BigInteger(), nullable=False),
         sa.Column("model", sa.String(64), nullable=False),
         sa.Column("vector", sa.LargeBinary(), nullable=False),
-        sa.Column("scale", sa.Float(), nullable=False),
+        sa.Column("scale", sa.REAL(), nullable=False),
     )
     op.create_index("ix_message_vectors_guild_id", "message_vectors", ["guild_id", "id"])
     # Conversation-aware recall reads the turns around a hit: the previous / next message of its channel, and
