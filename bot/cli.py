@@ -12,9 +12,11 @@ from typing import Any
 
 import click
 import discord
+from tqdm import tqdm
 
 from bot.app import open_app, run_discord
 from bot.console import run_console
+from bot.conversation import Request
 from bot.importer import ImportFileError, import_file
 from bot.logging_setup import configure_logging
 from bot.memory.clock import FakeClock
@@ -109,6 +111,59 @@ async def context(guild_id: int, user_id: int, at: datetime | None) -> None:
     # Memory covers the last week; an imported export is usually older, so say where to look.
     hint = f"; their last stored message is from {last:%Y-%m-%d}: try --at {last:%Y-%m-%dT%H:%M:%S}" if last else ""
     click.echo(f"(nothing is known about {user_id} in guild {guild_id} at that time{hint})")
+
+
+@main.command()
+@click.option("--guild", "guild_id", type=int, required=True, help="Guild (server) ID.")
+@click.option(
+    "--channel",
+    "channel_id",
+    type=int,
+    default=None,
+    help="Channel it is asked in (its own private talk is visible there); default: a public one.",
+)
+@click.option("--as", "asker", type=int, default=0, help="Member asking (their facts come first).")
+@AT_OPTION
+@click.argument("question")
+@async_command
+async def recall(guild_id: int, channel_id: int | None, asker: int, at: datetime | None, question: str) -> None:
+    """Print exactly what the model would receive to answer a question about the past."""
+    settings = _settings()
+    await _migrate(settings)
+    when = _utc(at)
+    async with open_app(settings, clock=FakeClock(when) if when else None) as app:
+        request = Request(guild_id, asker, question, channel_id=channel_id)
+        memory, _ = await app.responder.recall_memory(request)
+        waiting = await app.memory.unembedded_count()
+    click.echo(memory or "(nothing found)")
+    if waiting:
+        click.echo(
+            f"({waiting:,} stored messages are not embedded yet, so only their words are searched; "
+            "`python -m bot embed` embeds them now)",
+            err=True,
+        )
+
+
+@main.command()
+@async_command
+async def embed() -> None:
+    """Embed every stored message that has no vector yet (what the bot otherwise does in the background)."""
+    settings = _settings()
+    await _migrate(settings)
+    async with open_app(settings) as app:
+        total = await app.memory.unembedded_count()
+        if app.memory.embedding is None:
+            click.echo("No embedding model is configured (EMBEDDING_MODEL); recall uses words only.", err=True)
+            sys.exit(1)
+        with tqdm(total=total, unit="msg", disable=not sys.stderr.isatty()) as bar:
+            app.memory.embedding.start()
+            done = 0
+            while (left := await app.memory.unembedded_count()) > 0:
+                bar.update(total - left - done)
+                done = total - left
+                await asyncio.sleep(1)
+            await app.memory.embedding.idle()
+    click.echo(f"Embedded {total:,} messages.")
 
 
 @main.command(name="import")

@@ -56,6 +56,19 @@ async def unembedded(session: AsyncSession, *, limit: int) -> list[Unembedded]:
     return [Unembedded(m, g, t) for m, g, t in rows]
 
 
+async def unembedded_count(session: AsyncSession) -> int:
+    """How many stored messages of people have no vector."""
+    return int(
+        await session.scalar(
+            select(func.count())
+            .select_from(ChatMessage)
+            .outerjoin(MessageVector, MessageVector.message_id == ChatMessage.message_id)
+            .where(MessageVector.id.is_(None), ChatMessage.kind != int(Kind.BOT))
+        )
+        or 0
+    )
+
+
 async def forget(session: AsyncSession, message_ids: Iterable[int]) -> int:
     """Drop the vectors of messages whose text changed (they are embedded again)."""
     ids = list(message_ids)

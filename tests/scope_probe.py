@@ -38,6 +38,7 @@ class SameVector:
     """An embedding 'model' to which every text means the same: every candidate passes the meaning test."""
 
     model = "same-vector"
+    dimensions = 3
 
     async def embed(self, texts: list[str], *, task: str) -> list[list[float]]:
         return [[1.0, 0.0, 0.0] for _ in texts]
@@ -93,6 +94,9 @@ async def build(engine: AsyncEngine, settings: Settings, *, vectors: bool = Fals
         )
         await memory.record_reply(reply, members=[ALICE])
     await memory.flush()
+    if memory.embedding is not None:  # the vector path must have something to find
+        await memory.embedding.idle()
+        await memory.flush()
     assert memory.summaries is not None
     await memory.get_memories(OTHER_GUILD, ALICE)  # H's summaries and history of alice exist first …
     await memory.summaries.past_day(GUILD, (NOW - timedelta(days=2)).date())  # … then G's, with carol in them

@@ -42,6 +42,7 @@ from bot.memory.window import ChannelWindow
 from bot.settings import Settings
 from bot.text import MENTION
 from db import changes, deletion, maintenance, members, stats
+from db import vectors as vector_rows
 from db.changes import Change
 from db.engine import create_session_factory
 from db.messages import DeadLetter, Touched
@@ -277,6 +278,14 @@ class MemoryManager:
             figures = await stats.guild_stats(session, guild_id, now=self.clock.now())
         figures["dead_letters_session"] = self.ingest.stats.dead_letters
         return figures
+
+    async def unembedded_count(self) -> int:
+        """How many stored messages of people have no vector yet (0 without an embedding model)."""
+        if self.embedding is None:
+            return 0
+        await self.flush()
+        async with self.sessions() as session:
+            return await vector_rows.unembedded_count(session)
 
     async def last_message_at(self, guild_id: int, user_id: int) -> datetime | None:
         """When a member's newest stored message was written."""
