@@ -42,12 +42,15 @@ class Settings(BaseSettings):
 
     gemini_api_key: SecretStr | None = None
     gemini_base_url: str | None = None
-    model_batch: str = "gemini-2.5-flash"
-    model_fast: str = "gemma-3-27b-it"
+    model_batch: str = "gemini-3.5-flash-lite"
+    model_fast: str = "gemma-4-26b-a4b-it"
     llm_timeout_seconds: float = Field(default=30.0, gt=0)
     llm_max_attempts: int = Field(default=4, ge=1, le=10)
     llm_max_concurrency: int = Field(default=4, ge=1)
-    llm_requests_per_minute: int = Field(default=30, ge=1)
+    llm_batch_requests_per_minute: int = Field(default=10, ge=1)
+    llm_batch_tokens_per_minute: int = Field(default=250_000, ge=0)  # 0: not limited here
+    llm_fast_requests_per_minute: int = Field(default=30, ge=1)
+    llm_fast_tokens_per_minute: int = Field(default=15_000, ge=0)
     llm_breaker_failures: int = Field(default=5, ge=1)
     llm_breaker_cooldown_seconds: float = Field(default=60.0, gt=0)
 
@@ -62,7 +65,8 @@ class Settings(BaseSettings):
     daily_input_tokens: int = Field(default=200_000, ge=1000)
     recall_half_life_days: float = Field(default=30.0, ge=0)
     embedding_model: str | None = None
-    embedding_dimensions: int = Field(default=256, ge=8, le=3072)
+    embedding_dimensions: int = Field(default=256, ge=128, le=3072)  # what the Gemini API accepts
+    embedding_requests_per_minute: int = Field(default=100, ge=1)
 
     ingest_batch_rows: int = Field(default=1000, ge=1)
     ingest_flush_ms: int = Field(default=500, ge=1)
@@ -103,6 +107,8 @@ def load_settings(**overrides: object) -> Settings:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         first = exc.errors()[0]
-        name = str(first["loc"][0]).upper() if first["loc"] else "a setting"
         message = str(first["msg"]).removeprefix("Value error, ")
+        if not first["loc"]:  # a rule across settings: its message names them
+            raise ConfigError(f"{message}.") from exc
+        name = str(first["loc"][0]).upper()
         raise ConfigError(f"Setting {name} is invalid: {message}.") from exc

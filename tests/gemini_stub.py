@@ -53,6 +53,7 @@ class Reply:
     retry_delay: str | None = None
     tokens_in: int = 11
     tokens_out: int = 7
+    thoughts: int = 0  # thinking tokens (Gemini 2.5+ reports them apart from the answer's tokens)
     blocked: bool = False
 
 
@@ -86,6 +87,7 @@ class GeminiStub:
     requests: list[StubRequest] = field(default_factory=list)
     embedder: Callable[[str], list[float]] | None = None  # text -> vector, for batchEmbedContents
     embedded: list[list[str]] = field(default_factory=list)  # the texts of each embedding request
+    embed_replies: deque[Reply] = field(default_factory=deque)  # errors (or delays) for the next embeddings
     _runner: web.AppRunner | None = None
     base_url: str = ""
 
@@ -115,7 +117,10 @@ class GeminiStub:
             body = await request.json()
             texts = ["".join(p.get("text", "") for p in r["content"]["parts"]) for r in body["requests"]]
             self.embedded.append(texts)
-            await asyncio.sleep(self.latency)
+            scripted = self.embed_replies.popleft() if self.embed_replies else Reply()
+            await asyncio.sleep(self.latency + scripted.delay)
+            if scripted.status != 200:
+                return web.json_response(_error_body(scripted), status=scripted.status)
             return web.json_response({"embeddings": [{"values": self.embedder(t)} for t in texts]})
         match = _PATH.match(request.path)
         if match is None:
@@ -144,14 +149,21 @@ def _success_body(reply: Reply, model: str) -> dict[str, Any]:
         "usageMetadata": {
             "promptTokenCount": reply.tokens_in,
             "candidatesTokenCount": reply.tokens_out,
-            "totalTokenCount": reply.tokens_in + reply.tokens_out,
+            "totalTokenCount": reply.tokens_in + reply.tokens_out + reply.thoughts,
+            **({"thoughtsTokenCount": reply.thoughts} if reply.thoughts else {}),
         },
         "modelVersion": model,
     }
 
 
 def _error_body(reply: Reply) -> dict[str, Any]:
-    status = {429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 400: "INVALID_ARGUMENT"}
+    status = {
+        429: "RESOURCE_EXHAUSTED",
+        500: "INTERNAL",
+        503: "UNAVAILABLE",
+        400: "INVALID_ARGUMENT",
+        404: "NOT_FOUND",
+    }
     body: dict[str, Any] = {"code": reply.status, "message": "stub error", "status": status.get(reply.status, "")}
     if reply.retry_delay:
         body["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": reply.retry_delay}]

@@ -76,9 +76,7 @@ class MemoryManager:
         self.channels = ChannelScopes(self.sessions, self.clock)
         self.window = ChannelWindow()
         self._llm = llm
-        facts_model = facts_model or (
-            LLMFactsModel(llm, zone=settings.default_timezone, clock=self.clock) if llm else None
-        )
+        facts_model = facts_model or (LLMFactsModel(llm, zone=self.zone, clock=self.clock) if llm else None)
         self._facts = (
             FactsStore(self.sessions, facts_model, max_chars=settings.facts_max_chars) if facts_model else None
         )
