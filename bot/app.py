@@ -51,6 +51,8 @@ async def open_app(settings: Settings, *, clock: Clock | None = None) -> AsyncIt
         try:
             yield App(memory, llm, responder)
         finally:
+            # Facts changes that outlived a reply deadline get one request's time to finish before memory closes.
+            await responder.drain(settings.llm_timeout_seconds)
             await memory.close()
             await llm.close()
     finally:

@@ -37,6 +37,7 @@ class Settings(BaseSettings):
     dev_guild_id: int | None = None
     bot_name: str = "Elefant"
     ingest_other_bots: bool = False
+    reply_deadline_seconds: float = Field(default=10.0, gt=0, le=600)
 
     database_url: str = DEFAULT_DATABASE_URL
 
