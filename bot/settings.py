@@ -6,7 +6,7 @@ import zoneinfo
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
@@ -38,6 +38,10 @@ class Settings(BaseSettings):
     bot_name: str = "Elefant"
     ingest_other_bots: bool = False
     reply_deadline_seconds: float = Field(default=10.0, gt=0, le=600)
+    discord_members_intent: bool = False
+    shard_count: int | Literal["auto"] | None = None
+    shard_ids: str | None = None
+    data_dir: Path = Path("data")
 
     database_url: str = DEFAULT_DATABASE_URL
 
@@ -95,6 +99,38 @@ class Settings(BaseSettings):
         except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
             raise ValueError(f"unknown time zone {value!r} (try e.g. Europe/Berlin)") from exc
         return value
+
+    @field_validator("shard_count")
+    @classmethod
+    def _positive(cls, value: int | str | None) -> int | str | None:
+        if isinstance(value, int) and value < 1:
+            raise ValueError("use a number of shards of at least 1, or auto")
+        return value
+
+    @field_validator("shard_ids")
+    @classmethod
+    def _shard_list(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = [p.strip() for p in value.split(",") if p.strip()]
+        if not parts or not all(p.isdigit() for p in parts):
+            raise ValueError(f"{value!r} is not a comma-separated list of shard numbers such as 0,1")
+        return ",".join(parts)
+
+    @model_validator(mode="after")
+    def _shards_fit(self) -> Settings:
+        ids = self.shard_id_list
+        if ids is not None:
+            if not isinstance(self.shard_count, int):
+                raise ValueError("SHARD_IDS needs SHARD_COUNT, the total number of shards (a number)")
+            if max(ids) >= self.shard_count:
+                raise ValueError(f"SHARD_IDS are numbered from 0 to SHARD_COUNT - 1 ({self.shard_count - 1})")
+        return self
+
+    @property
+    def shard_id_list(self) -> list[int] | None:
+        """SHARD_IDS as numbers, or None (every shard, in this process)."""
+        return [int(p) for p in self.shard_ids.split(",")] if self.shard_ids else None
 
     @field_validator("log_level", mode="before")
     @classmethod

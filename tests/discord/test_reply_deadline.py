@@ -29,7 +29,9 @@ async def stub():
 @pytest.fixture
 async def bot(db_url, stub):
     # One short attempt: the change gives up on the hanging model (and merges offline) soon after the deadline.
-    settings = settings_for(db_url, stub.base_url, llm_timeout_seconds=1.5, llm_max_attempts=1)
+    settings = settings_for(
+        db_url, stub.base_url, llm_timeout_seconds=1.5, llm_max_attempts=1, discord_members_intent=True
+    )
     async with open_app(settings) as app:
         bot = ElefantBot(memory=app.memory, responder=app.responder, settings=settings, sync_commands=False)
         dpytest.configure(bot, members=["alice"])
