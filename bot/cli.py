@@ -20,6 +20,7 @@ from bot.app import open_app, run_discord
 from bot.console import run_console
 from bot.discord_bot import PERMISSIONS, SCOPES, ElefantBot, application_id_from_token, invite_url
 from bot.importer import ImportFileError, import_file
+from bot.llm.probe import check_models
 from bot.logging_setup import configure_logging
 from bot.memory.clock import FakeClock
 from bot.settings import ConfigError, Settings, load_settings
@@ -264,6 +265,10 @@ async def run() -> None:
     """Run the bot (migrates the database first; syncs slash commands when they changed)."""
     settings = _settings()
     await _migrate(settings)
+    try:
+        await check_models(settings)  # a refused key stops here; a retired model id or no network warns
+    except ConfigError as exc:
+        _fail(str(exc), exc)
     if settings.discord_token is None:
         click.echo("No DISCORD_TOKEN is set: starting the console instead (see .env.example to connect).", err=True)
         await run_console(settings)
