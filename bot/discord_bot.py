@@ -175,7 +175,8 @@ class ShardedElefantBot(_Elefant, commands.AutoShardedBot):
         self, *, memory: MemoryManager, responder: Responder, settings: Settings, sync_commands: bool = True
     ) -> None:
         count = settings.shard_count if isinstance(settings.shard_count, int) else None  # None: Discord's advice
-        super().__init__(**_options(settings), shard_count=count, shard_ids=settings.shard_id_list)
+        chosen: dict[str, Any] = {"shard_ids": settings.shard_id_list} if settings.shard_id_list is not None else {}
+        super().__init__(**_options(settings), shard_count=count, **chosen)
         self._setup(memory, responder, settings, sync_commands)
 
 

@@ -24,17 +24,25 @@ def stop_on_signals(stop: asyncio.Event) -> Callable[[], None]:
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
             loop.add_signal_handler(sig, _request_stop, stop, sig)
-            undo.append(functools.partial(loop.remove_signal_handler, sig))
+            undo.append(functools.partial(_remove_handler, loop, sig))
         except (NotImplementedError, RuntimeError):  # Windows; or not the main thread's loop
             previous = signal.getsignal(sig)
             signal.signal(sig, functools.partial(_from_signal_module, loop, stop))
-            undo.append(functools.partial(signal.signal, sig, previous))
+            undo.append(functools.partial(_restore_handler, sig, previous))
 
     def restore() -> None:
         for step in undo:
             step()
 
     return restore
+
+
+def _remove_handler(loop: asyncio.AbstractEventLoop, sig: signal.Signals) -> None:
+    loop.remove_signal_handler(sig)
+
+
+def _restore_handler(sig: signal.Signals, previous: Any) -> None:
+    signal.signal(sig, previous)
 
 
 def _from_signal_module(loop: asyncio.AbstractEventLoop, stop: asyncio.Event, signum: int, _frame: object) -> None:
@@ -48,7 +56,9 @@ def _request_stop(stop: asyncio.Event, sig: signal.Signals) -> None:
 
 def spawn(coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
     """Start a background task that is kept referenced and whose failure is logged, not lost."""
-    return keep(asyncio.create_task(coro, name=name), name=name)
+    task = asyncio.create_task(coro, name=name)
+    keep(task, name=name)
+    return task
 
 
 def keep(future: asyncio.Future[Any], *, name: str) -> asyncio.Future[Any]:

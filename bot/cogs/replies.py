@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import discord
 from discord import app_commands
@@ -54,7 +55,7 @@ async def answer(
     chunks = split_message(defuse(text)) or ["(nothing)"]
     for index, chunk in enumerate(chunks):
         last = index == len(chunks) - 1
-        extra: dict[str, object] = {}
+        extra: dict[str, Any] = {}
         if last and file is not None:
             extra["file"] = file
         if last and view is not None:
@@ -63,11 +64,11 @@ async def answer(
         if interaction.response.is_done():
             shown = await interaction.followup.send(
                 chunk, ephemeral=True, allowed_mentions=discord.AllowedMentions.none(), wait=True, **extra
-            )  # type: ignore[call-overload]
+            )
         else:
             await interaction.response.send_message(
                 chunk, ephemeral=True, allowed_mentions=discord.AllowedMentions.none(), **extra
-            )  # type: ignore[arg-type]
+            )
             if last and isinstance(view, Confirm):
                 shown = await interaction.original_response()
         if last and isinstance(view, Confirm) and shown is not None:

@@ -15,7 +15,7 @@ from google.genai import errors
 from google.genai import types as genai_types
 
 from bot.llm.build import make_client
-from bot.llm.resilience import TRANSPORT_ERRORS, describe
+from bot.llm.resilience import NETWORK_ERRORS, describe
 from bot.settings import ConfigError, Settings
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ async def _look(client: genai.Client, setting: str, model: str) -> None:
             )
         else:
             log.warning("%s=%s could not be checked (%s); starting anyway", setting, model, describe(exc))
-    except (TimeoutError, *TRANSPORT_ERRORS) as exc:
+    except NETWORK_ERRORS as exc:
         log.warning(
             "the Gemini API is unreachable for %s=%s (%s); answers come from memory until it responds",
             setting,

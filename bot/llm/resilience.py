@@ -55,6 +55,7 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
 
 
 TRANSPORT_ERRORS = _transport_errors()
+NETWORK_ERRORS: tuple[type[BaseException], ...] = (TimeoutError, *TRANSPORT_ERRORS)  # nothing came back
 # Names as well as types: a third stack (or a vendored copy) raises look-alikes of httpx's classes.
 _TRANSPORT_NAMES = {
     "ConnectError",
@@ -140,6 +141,11 @@ class Lane:
         asked = server_retry_delay(exc)
         return min(max(self._backoff(state), asked), max(self._wait_max, asked))
 
+    def _log_retry(self, operation: str, state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        cause = describe(exc, self.timeout_s) if exc is not None else "?"
+        log.debug("%s %s failed (attempt %d): %s; retrying", self.model, operation, state.attempt_number, cause)
+
     async def run(self, operation: str, tokens: int, attempt: Callable[[], Awaitable[T]]) -> T:
         """`attempt()` under this model's limits and retries; LLMUnavailableError at once while the breaker is open."""
         if not self.breaker.allow():
@@ -148,13 +154,7 @@ class Lane:
             stop=stop_after_attempt(self.attempts),
             wait=self._wait,
             retry=retry_if_exception(is_transient),
-            before_sleep=lambda s: log.debug(
-                "%s %s failed (attempt %d): %s; retrying",
-                self.model,
-                operation,
-                s.attempt_number,
-                describe(s.outcome.exception(), self.timeout_s) if s.outcome and s.outcome.exception() else "?",
-            ),
+            before_sleep=lambda state: self._log_retry(operation, state),
             reraise=True,
         )
         try:
