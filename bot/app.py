@@ -8,7 +8,7 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from bot.discord_bot import ElefantBot
+from bot.discord_bot import make_bot
 from bot.lifecycle import spawn, stop_on_signals
 from bot.llm import LLM, build_embedder, build_llm
 from bot.memory.clock import Clock
@@ -55,6 +55,8 @@ async def open_app(settings: Settings, *, clock: Clock | None = None, background
         try:
             yield App(memory, llm, responder)
         finally:
+            # Facts changes that outlived a reply deadline get one request's time to finish before memory closes.
+            await responder.drain(settings.llm_timeout_seconds)
             await memory.close()
             await llm.close()
             if close_embedder := getattr(embedder, "close", None):
@@ -73,21 +75,29 @@ async def _retention(memory: MemoryManager) -> None:
 
 
 async def run_discord(settings: Settings) -> None:
-    """Connect to Discord until SIGINT/SIGTERM, then drain ingestion before exiting."""
+    """Connect to Discord until SIGINT/SIGTERM, then drain ingestion before exiting.
+
+    Start-up failures (a refused token, a privileged intent switched off, no network) propagate to the
+    caller, which turns them into one sentence.
+    """
     assert settings.discord_token is not None
     async with open_app(settings, background=True) as app:
-        bot = ElefantBot(memory=app.memory, responder=app.responder, settings=settings)
+        bot = make_bot(memory=app.memory, responder=app.responder, settings=settings)
         stop = asyncio.Event()
-        stop_on_signals(stop)
-        async with bot:
-            spawn(_retention(app.memory), name="retention")
-            runner = asyncio.create_task(bot.start(settings.discord_token.get_secret_value()))
-            stopper = asyncio.create_task(stop.wait())
-            done, _ = await asyncio.wait({runner, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            stopper.cancel()
-            if runner in done:
-                runner.result()  # a login failure surfaces here
-            await bot.close()
-            with contextlib.suppress(asyncio.CancelledError):
-                await runner
+        restore_signals = stop_on_signals(stop)
+        retention = spawn(_retention(app.memory), name="retention")
+        try:
+            async with bot:
+                runner = asyncio.create_task(bot.start(settings.discord_token.get_secret_value()))
+                stopper = asyncio.create_task(stop.wait())
+                done, _ = await asyncio.wait({runner, stopper}, return_when=asyncio.FIRST_COMPLETED)
+                stopper.cancel()
+                if runner in done:
+                    runner.result()  # a login or connection failure surfaces here
+                await bot.close()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await runner
+        finally:
+            retention.cancel()
+            restore_signals()
         log.info("disconnected; draining what was received")

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import logging
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
+import aiohttp
 import click
 import discord
 from tqdm import tqdm
@@ -17,13 +20,17 @@ from tqdm import tqdm
 from bot.app import open_app, run_discord
 from bot.console import run_console
 from bot.conversation import Request
+from bot.discord_bot import PERMISSIONS, SCOPES, ElefantBot, application_id_from_token, invite_url
 from bot.importer import ImportFileError, import_file
+from bot.llm.probe import check_models
 from bot.logging_setup import configure_logging
 from bot.memory.clock import FakeClock
 from bot.settings import ConfigError, Settings, load_settings
 from db.deletion import rows_in_words
 from db.engine import create_engine
 from db.migrate import upgrade
+
+log = logging.getLogger(__name__)
 
 
 def _settings() -> Settings:
@@ -258,18 +265,101 @@ async def export(guild_id: int, user_id: int) -> None:
         click.echo(await app.memory.export(guild_id, user_id), nl=False)
 
 
+PORTAL = "https://discord.com/developers/applications"
+
+
+def _fail(sentence: str, exc: BaseException | None = None) -> NoReturn:
+    """One sentence for a person, exit code 1; the traceback only at LOG_LEVEL=DEBUG."""
+    if exc is not None:
+        log.debug("start-up failed", exc_info=exc)
+    click.echo(sentence, err=True)
+    sys.exit(1)
+
+
+@contextlib.contextmanager
+def _discord_start_up(settings: Settings) -> Iterator[None]:
+    """What Discord answers at start-up, as one sentence naming the setting or switch that fixes it."""
+    try:
+        yield
+    except discord.LoginFailure as exc:
+        _fail(
+            "Discord refused the token in DISCORD_TOKEN: copy it again from the developer portal "
+            f"({PORTAL} → your application → Bot → Reset Token).",
+            exc,
+        )
+    except discord.PrivilegedIntentsRequired as exc:
+        switches = "“Message Content Intent”" + (
+            " and “Server Members Intent”" if settings.discord_members_intent else ""
+        )
+        members = " (or set DISCORD_MEMBERS_INTENT=false)" if settings.discord_members_intent else ""
+        _fail(
+            f"Discord refused the connection because a privileged intent is switched off: turn on {switches} "
+            f"in the developer portal ({PORTAL} → your application → Bot → Privileged Gateway Intents){members}.",
+            exc,
+        )
+    except (aiohttp.ClientConnectionError, discord.GatewayNotFound, TimeoutError, OSError) as exc:
+        host = getattr(exc, "host", None) or "discord.com"
+        _fail(
+            f"Cannot reach Discord ({host}): check this machine's network connection, DNS, firewall or proxy, "
+            "then start again.",
+            exc,
+        )
+    except discord.HTTPException as exc:
+        _fail(f"Discord answered {exc.status} while starting ({exc.text or 'no reason given'}); try again later.", exc)
+
+
+def _token(settings: Settings, command: str) -> str:
+    if settings.discord_token is None:
+        _fail(f"`{command}` needs DISCORD_TOKEN (the bot's token from {PORTAL} → your application → Bot).")
+    return settings.discord_token.get_secret_value()
+
+
 @main.command()
 @async_command
 async def run() -> None:
-    """Run the bot (migrates the database first)."""
+    """Run the bot (migrates the database first; syncs slash commands when they changed)."""
     settings = _settings()
     await _migrate(settings)
+    try:
+        await check_models(settings)  # a refused key stops here; a retired model id or no network warns
+    except ConfigError as exc:
+        _fail(str(exc), exc)
     if settings.discord_token is None:
         click.echo("No DISCORD_TOKEN is set: starting the console instead (see .env.example to connect).", err=True)
         await run_console(settings)
         return
-    try:
+    with _discord_start_up(settings):
         await run_discord(settings)
-    except discord.LoginFailure:
-        click.echo("Discord refused the token in DISCORD_TOKEN; reset it in the developer portal.", err=True)
-        sys.exit(1)
+
+
+@main.command()
+@async_command
+async def sync() -> None:
+    """Send the slash commands to Discord now (`run` sends them only when they changed)."""
+    settings = _settings()
+    token = _token(settings, "sync")
+    await _migrate(settings)
+    with _discord_start_up(settings):
+        async with open_app(settings) as app:
+            bot = ElefantBot(memory=app.memory, responder=app.responder, settings=settings, sync_commands=False)
+            async with bot:
+                await bot.login(token)  # no gateway connection: syncing is an HTTP call
+                await bot.sync_commands(force=True)
+    where = f"to guild {settings.dev_guild_id}" if settings.dev_guild_id else "globally"
+    click.echo(f"Slash commands synced {where}.")
+
+
+@main.command()
+@click.option("--client-id", type=int, help="The Application ID (default: read from DISCORD_TOKEN).")
+def invite(client_id: int | None) -> None:
+    """Print the link that adds the bot to a server, with the scopes and permissions it needs."""
+    settings = _settings()
+    if client_id is None and settings.discord_token is not None:
+        client_id = application_id_from_token(settings.discord_token.get_secret_value())
+    if client_id is None:
+        raise click.UsageError(
+            "pass --client-id (the Application ID on the developer portal's General Information page) "
+            "or set DISCORD_TOKEN"
+        )
+    click.echo(invite_url(client_id))
+    click.echo(f"Scopes: {', '.join(SCOPES)}. Permissions: {', '.join(PERMISSIONS.values())}.", err=True)

@@ -135,7 +135,11 @@ class Console:
         await self.app.memory.flush()  # a simulation should be deterministic: what was said is stored first
         answer: Answer | None = None
         try:
-            answer = await self.app.responder.respond(request, is_admin=True)
+            # Within REPLY_DEADLINE_SECONDS whatever the model does; a facts change that outlives it is reported
+            # at the start of the next reply (a follow-up line would land in the middle of someone's typing).
+            answer = await self.app.responder.respond_within(
+                request, deadline=self.settings.reply_deadline_seconds, is_admin=True
+            )
             text = answer.text
         except Exception as exc:  # noqa: BLE001 - the console shows the failure instead of dying
             text = f"Sorry, I couldn't think that through just now ({type(exc).__name__})."

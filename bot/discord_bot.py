@@ -1,8 +1,20 @@
-"""The discord.py Bot: intents, safe defaults, Cogs loaded in setup_hook, command tree sync."""
+"""The discord.py Bot: the intents it needs, safe defaults, Cogs loaded in setup_hook, command sync on change.
+
+Discord as it really behaves: three intents (guilds, guild messages, message content — the last one
+privileged) and, only when DISCORD_MEMBERS_INTENT is on, members (privileged too); no member download at
+start; slash commands synced when the command tree changed (a hash in DATA_DIR) or on `python -m bot sync`,
+since Discord rate-limits syncing; sharding (AutoShardedBot) when SHARD_COUNT is set.
+"""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
+import json
 import logging
+from pathlib import Path
+from typing import Any
 
 import discord
 from discord.ext import commands
@@ -12,57 +24,165 @@ from bot.responder import Responder
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
+# The bot never joins voice: discord.py's warnings about voice libraries not installed are no news.
+discord.VoiceClient.warn_nacl = False
+discord.VoiceClient.warn_dave = False
+SCOPES = ("bot", "applications.commands")
+TREE_HASH_FILE = "command-tree.sha256"
 
 
-def intents() -> discord.Intents:
-    """Guilds, members and message content: what a memory bot needs, nothing more."""
-    wanted = discord.Intents.default()
-    wanted.message_content = True
-    wanted.members = True
-    wanted.presences = False
+def intents(settings: Settings) -> discord.Intents:
+    """Only what a memory bot uses: servers and their channels, messages, and their text."""
+    wanted = discord.Intents.none()
+    wanted.guilds = True  # channels, threads, roles: who may read a channel, Manage Server
+    wanted.guild_messages = True  # messages, edits and deletes in servers (DMs are never stored)
+    wanted.message_content = True  # privileged: the text of messages that do not mention the bot
+    # Privileged and optional: nickname changes at once (otherwise names follow each member's next message).
+    wanted.members = settings.discord_members_intent
     return wanted
 
 
-class ElefantBot(commands.Bot):
-    """The bot; long-lived resources are opened by the caller and passed in."""
+# What the bot does in channels, as the developer portal and server settings name it: read channels and their
+# history (a reply points at the message it answers), reply there and in threads (typing needs Send Messages).
+PERMISSIONS = {
+    "view_channel": "View Channels",
+    "read_message_history": "Read Message History",
+    "send_messages": "Send Messages",
+    "send_messages_in_threads": "Send Messages in Threads",
+}
 
-    def __init__(
-        self, *, memory: MemoryManager, responder: Responder, settings: Settings, sync_commands: bool = True
-    ) -> None:
-        super().__init__(
-            command_prefix=commands.when_mentioned,
-            intents=intents(),
-            allowed_mentions=discord.AllowedMentions.none(),
-            help_command=None,
-        )
+
+def needed_permissions() -> discord.Permissions:
+    """The channel permissions the bot needs (slash commands and their private answers need none)."""
+    return discord.Permissions(**dict.fromkeys(PERMISSIONS, True))
+
+
+def application_id_from_token(token: str) -> int | None:
+    """A bot token starts with its bot user's ID in base64, which for bots is the application's ID."""
+    head = token.split(".", 1)[0]
+    try:
+        decoded = base64.b64decode(head + "=" * (-len(head) % 4), validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    return int(decoded) if decoded.isdigit() else None
+
+
+def invite_url(application_id: int) -> str:
+    """The OAuth2 URL that adds the bot to a server with its slash commands and the permissions it needs."""
+    return discord.utils.oauth_url(application_id, permissions=needed_permissions(), scopes=SCOPES)
+
+
+class _Elefant:
+    """What both bot classes share; long-lived resources are opened by the caller and passed in."""
+
+    tree: discord.app_commands.CommandTree[Any]
+    application_id: int | None
+
+    def _setup(self, memory: MemoryManager, responder: Responder, settings: Settings, sync_commands: bool) -> None:
         self.memory = memory
         self.responder = responder
         self.settings = settings
         self._sync_commands = sync_commands
 
     async def setup_hook(self) -> None:
-        """Load the Cogs and sync slash commands (to the development guild when one is set)."""
+        """Load the Cogs; sync slash commands if the tree changed since the last sync."""
         from bot.cogs.admin import AdminCommands
         from bot.cogs.listener import Listener
         from bot.cogs.memory import MemoryCommands
         from bot.cogs.replies import on_app_command_error
 
-        await self.add_cog(Listener(self))
-        await self.add_cog(MemoryCommands(self))
-        await self.add_cog(AdminCommands(self))
+        bot: Any = self
+        await bot.add_cog(Listener(bot))
+        await bot.add_cog(MemoryCommands(bot))
+        await bot.add_cog(AdminCommands(bot))
         self.tree.on_error = on_app_command_error  # type: ignore[method-assign]
-        if not self._sync_commands:
-            return
+        if self._sync_commands:
+            await self.sync_commands(force=False)
+
+    def tree_hash(self) -> str:
+        """What a sync would send (and where to), as a hash: equal hashes need no new sync."""
+        payload = {
+            "application": self.application_id,
+            "guild": self.settings.dev_guild_id,
+            "commands": sorted(
+                (command.to_dict(self.tree) for command in self.tree.get_commands()), key=lambda c: c["name"]
+            ),
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+    @property
+    def _hash_file(self) -> Path:
+        return self.settings.data_dir / TREE_HASH_FILE
+
+    async def sync_commands(self, *, force: bool) -> bool:
+        """Send the command tree to Discord (the development guild when DEV_GUILD_ID is set); True if sent.
+
+        Discord rate-limits syncing and keeps commands between restarts, so unless `force` is given a tree
+        whose hash matches the last sync is not sent again.
+        """
+        if self.application_id is None:
+            return False
+        digest = self.tree_hash()
+        if not force and self._hash_file.is_file() and self._hash_file.read_text().strip() == digest:
+            log.info("slash commands unchanged since the last sync; not syncing")
+            return False
         if self.settings.dev_guild_id:
             guild = discord.Object(id=self.settings.dev_guild_id)
             self.tree.copy_global_to(guild=guild)
-            await self.tree.sync(guild=guild)
-        elif self.application_id:
-            await self.tree.sync()
+            synced = await self.tree.sync(guild=guild)
+        else:
+            synced = await self.tree.sync()
+        self._hash_file.parent.mkdir(parents=True, exist_ok=True)
+        self._hash_file.write_text(digest + "\n")
+        log.info("synced %d slash commands (%s)", len(synced), self.settings.dev_guild_id or "global")
+        return True
 
     async def on_message(self, message: discord.Message, /) -> None:
         """No prefix commands: the listener Cog handles messages, slash commands handle the rest."""
 
     async def on_ready(self) -> None:
         """Log who we are once connected."""
-        log.info("connected as %s (%s) to %d guilds", self.user, getattr(self.user, "id", "?"), len(self.guilds))
+        bot: Any = self
+        log.info("connected as %s (%s) to %d guilds", bot.user, getattr(bot.user, "id", "?"), len(bot.guilds))
+
+
+def _options(settings: Settings) -> dict[str, Any]:
+    wanted = intents(settings)
+    return {
+        "command_prefix": commands.when_mentioned,
+        "intents": wanted,
+        "allowed_mentions": discord.AllowedMentions.none(),
+        "help_command": None,
+        "chunk_guilds_at_startup": False,  # no member download: names come with messages
+        "member_cache_flags": discord.MemberCacheFlags.from_intents(wanted),
+    }
+
+
+class ElefantBot(_Elefant, commands.Bot):
+    """The bot on one gateway connection (up to a couple of thousand servers)."""
+
+    def __init__(
+        self, *, memory: MemoryManager, responder: Responder, settings: Settings, sync_commands: bool = True
+    ) -> None:
+        super().__init__(**_options(settings))
+        self._setup(memory, responder, settings, sync_commands)
+
+
+class ShardedElefantBot(_Elefant, commands.AutoShardedBot):
+    """The bot on several gateway connections (shards): SHARD_COUNT shards, this process running SHARD_IDS."""
+
+    def __init__(
+        self, *, memory: MemoryManager, responder: Responder, settings: Settings, sync_commands: bool = True
+    ) -> None:
+        count = settings.shard_count if isinstance(settings.shard_count, int) else None  # None: Discord's advice
+        chosen: dict[str, Any] = {"shard_ids": settings.shard_id_list} if settings.shard_id_list is not None else {}
+        super().__init__(**_options(settings), shard_count=count, **chosen)
+        self._setup(memory, responder, settings, sync_commands)
+
+
+def make_bot(
+    *, memory: MemoryManager, responder: Responder, settings: Settings, sync_commands: bool = True
+) -> ElefantBot | ShardedElefantBot:
+    """ElefantBot, or ShardedElefantBot when SHARD_COUNT is set."""
+    kind = ShardedElefantBot if settings.shard_count is not None else ElefantBot
+    return kind(memory=memory, responder=responder, settings=settings, sync_commands=sync_commands)

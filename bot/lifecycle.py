@@ -3,20 +3,50 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import signal
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 log = logging.getLogger(__name__)
 _background: dict[asyncio.Future[Any], str] = {}
 
 
-def stop_on_signals(stop: asyncio.Event) -> None:
-    """Set `stop` on SIGINT/SIGTERM so the caller can drain queues before the process exits."""
+def stop_on_signals(stop: asyncio.Event) -> Callable[[], None]:
+    """Set `stop` on SIGINT/SIGTERM so the caller can drain queues before the process exits; returns the undo.
+
+    The event loop's signal handlers do not exist on Windows (NotImplementedError there): the process-wide
+    `signal.signal` is used instead, handing the stop to the loop thread-safely.
+    """
     loop = asyncio.get_running_loop()
+    undo: list[Callable[[], None]] = []
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, _request_stop, stop, sig)
+        try:
+            loop.add_signal_handler(sig, _request_stop, stop, sig)
+            undo.append(functools.partial(_remove_handler, loop, sig))
+        except (NotImplementedError, RuntimeError):  # Windows; or not the main thread's loop
+            previous = signal.getsignal(sig)
+            signal.signal(sig, functools.partial(_from_signal_module, loop, stop))
+            undo.append(functools.partial(_restore_handler, sig, previous))
+
+    def restore() -> None:
+        for step in undo:
+            step()
+
+    return restore
+
+
+def _remove_handler(loop: asyncio.AbstractEventLoop, sig: signal.Signals) -> None:
+    loop.remove_signal_handler(sig)
+
+
+def _restore_handler(sig: signal.Signals, previous: Any) -> None:
+    signal.signal(sig, previous)
+
+
+def _from_signal_module(loop: asyncio.AbstractEventLoop, stop: asyncio.Event, signum: int, _frame: object) -> None:
+    loop.call_soon_threadsafe(_request_stop, stop, signal.Signals(signum))
 
 
 def _request_stop(stop: asyncio.Event, sig: signal.Signals) -> None:
@@ -26,7 +56,9 @@ def _request_stop(stop: asyncio.Event, sig: signal.Signals) -> None:
 
 def spawn(coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
     """Start a background task that is kept referenced and whose failure is logged, not lost."""
-    return keep(asyncio.create_task(coro, name=name), name=name)
+    task = asyncio.create_task(coro, name=name)
+    keep(task, name=name)
+    return task
 
 
 def keep(future: asyncio.Future[Any], *, name: str) -> asyncio.Future[Any]:

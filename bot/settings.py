@@ -6,7 +6,7 @@ import zoneinfo
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
@@ -37,17 +37,25 @@ class Settings(BaseSettings):
     dev_guild_id: int | None = None
     bot_name: str = "Elefant"
     ingest_other_bots: bool = False
+    reply_deadline_seconds: float = Field(default=10.0, gt=0, le=600)
+    discord_members_intent: bool = False
+    shard_count: int | Literal["auto"] | None = None
+    shard_ids: str | None = None
+    data_dir: Path = Path("data")
 
     database_url: str = DEFAULT_DATABASE_URL
 
     gemini_api_key: SecretStr | None = None
     gemini_base_url: str | None = None
-    model_batch: str = "gemini-2.5-flash"
-    model_fast: str = "gemma-3-27b-it"
+    model_batch: str = "gemini-3.5-flash-lite"
+    model_fast: str = "gemma-4-26b-a4b-it"
     llm_timeout_seconds: float = Field(default=30.0, gt=0)
     llm_max_attempts: int = Field(default=4, ge=1, le=10)
     llm_max_concurrency: int = Field(default=4, ge=1)
-    llm_requests_per_minute: int = Field(default=30, ge=1)
+    llm_batch_requests_per_minute: int = Field(default=10, ge=1)
+    llm_batch_tokens_per_minute: int = Field(default=250_000, ge=0)  # 0: not limited here
+    llm_fast_requests_per_minute: int = Field(default=30, ge=1)
+    llm_fast_tokens_per_minute: int = Field(default=15_000, ge=0)
     llm_breaker_failures: int = Field(default=5, ge=1)
     llm_breaker_cooldown_seconds: float = Field(default=60.0, gt=0)
 
@@ -63,7 +71,8 @@ class Settings(BaseSettings):
     recall_half_life_days: float = Field(default=180.0, ge=0)
     recall_token_budget: int = Field(default=2000, ge=200)
     embedding_model: str | None = "local"
-    embedding_dimensions: int = Field(default=256, ge=8, le=3072)
+    embedding_dimensions: int = Field(default=256, ge=128, le=3072)  # what the Gemini API accepts
+    embedding_requests_per_minute: int = Field(default=100, ge=1)
 
     ingest_batch_rows: int = Field(default=1000, ge=1)
     ingest_flush_ms: int = Field(default=500, ge=1)
@@ -92,6 +101,38 @@ class Settings(BaseSettings):
             raise ValueError(f"unknown time zone {value!r} (try e.g. Europe/Berlin)") from exc
         return value
 
+    @field_validator("shard_count")
+    @classmethod
+    def _positive(cls, value: int | str | None) -> int | str | None:
+        if isinstance(value, int) and value < 1:
+            raise ValueError("use a number of shards of at least 1, or auto")
+        return value
+
+    @field_validator("shard_ids")
+    @classmethod
+    def _shard_list(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = [p.strip() for p in value.split(",") if p.strip()]
+        if not parts or not all(p.isdigit() for p in parts):
+            raise ValueError(f"{value!r} is not a comma-separated list of shard numbers such as 0,1")
+        return ",".join(parts)
+
+    @model_validator(mode="after")
+    def _shards_fit(self) -> Settings:
+        ids = self.shard_id_list
+        if ids is not None:
+            if not isinstance(self.shard_count, int):
+                raise ValueError("SHARD_IDS needs SHARD_COUNT, the total number of shards (a number)")
+            if max(ids) >= self.shard_count:
+                raise ValueError(f"SHARD_IDS are numbered from 0 to SHARD_COUNT - 1 ({self.shard_count - 1})")
+        return self
+
+    @property
+    def shard_id_list(self) -> list[int] | None:
+        """SHARD_IDS as numbers, or None (every shard, in this process)."""
+        return [int(p) for p in self.shard_ids.split(",")] if self.shard_ids else None
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _upper(cls, value: object) -> object:
@@ -104,6 +145,8 @@ def load_settings(**overrides: object) -> Settings:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         first = exc.errors()[0]
-        name = str(first["loc"][0]).upper() if first["loc"] else "a setting"
         message = str(first["msg"]).removeprefix("Value error, ")
+        if not first["loc"]:  # a rule across settings: its message names them
+            raise ConfigError(f"{message}.") from exc
+        name = str(first["loc"][0]).upper()
         raise ConfigError(f"Setting {name} is invalid: {message}.") from exc

@@ -44,11 +44,11 @@ async def of_guild(
     return [StoredVector(i, m, bytes(v), float(s)) for i, m, v, s in rows]
 
 
-async def unembedded(session: AsyncSession, *, limit: int) -> list[Unembedded]:
-    """People's messages without a vector, newest first (what a fresh install or an import leaves to do)."""
+async def unembedded(session: AsyncSession, model: str, *, limit: int) -> list[Unembedded]:
+    """People's messages without a vector of `model`, newest first (a fresh install, an import, a new model)."""
     rows = await session.execute(
         select(ChatMessage.message_id, ChatMessage.guild_id, ChatMessage.message_text)
-        .outerjoin(MessageVector, MessageVector.message_id == ChatMessage.message_id)
+        .outerjoin(MessageVector, (MessageVector.message_id == ChatMessage.message_id) & (MessageVector.model == model))
         .where(MessageVector.id.is_(None), ChatMessage.kind != int(Kind.BOT))
         .order_by(ChatMessage.message_id.desc())
         .limit(limit)

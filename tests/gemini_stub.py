@@ -19,6 +19,7 @@ from aiohttp import web
 
 _PATH = re.compile(r"^/(?P<version>v1\w*)/models/(?P<model>[^/:]+):generateContent$")
 _EMBED = re.compile(r"^/(?P<version>v1\w*)/models/(?P<model>[^/:]+):batchEmbedContents$")
+_MODEL = re.compile(r"^/(?P<version>v1\w*)/models/(?P<model>[^/:]+)$")
 
 
 @dataclass
@@ -53,6 +54,7 @@ class Reply:
     retry_delay: str | None = None
     tokens_in: int = 11
     tokens_out: int = 7
+    thoughts: int = 0  # thinking tokens (Gemini 2.5+ reports them apart from the answer's tokens)
     blocked: bool = False
 
 
@@ -86,6 +88,9 @@ class GeminiStub:
     requests: list[StubRequest] = field(default_factory=list)
     embedder: Callable[[str], list[float]] | None = None  # text -> vector, for batchEmbedContents
     embedded: list[list[str]] = field(default_factory=list)  # the texts of each embedding request
+    embed_replies: deque[Reply] = field(default_factory=deque)  # errors (or delays) for the next embeddings
+    models: set[str] | None = None  # the models Google serves (None: any); others answer 404 as Google does
+    keys: set[str] | None = None  # the API keys Google accepts (None: any); others answer 400 API_KEY_INVALID
     _runner: web.AppRunner | None = None
     base_url: str = ""
 
@@ -97,6 +102,7 @@ class GeminiStub:
         """Listen on an ephemeral port on 127.0.0.1."""
         app = web.Application()
         app.router.add_post("/{tail:.*}", self._handle)
+        app.router.add_get("/{tail:.*}", self._model_info)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)  # hung replies must not block
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -110,16 +116,42 @@ class GeminiStub:
         if self._runner is not None:
             await self._runner.cleanup()
 
+    def _refusal(self, request: web.Request, model: str) -> web.Response | None:
+        """What Google answers a wrong key or an unknown model (status, google.rpc status and message)."""
+        if self.keys is not None and request.headers.get("x-goog-api-key") not in self.keys:
+            body = {
+                "code": 400,
+                "message": "API key not valid. Please pass a valid API key.",
+                "status": "INVALID_ARGUMENT",
+            }
+            return web.json_response({"error": body}, status=400)
+        if self.models is not None and model not in self.models:
+            message = f"models/{model} is not found for API version v1beta, or is not supported for generateContent."
+            return web.json_response({"error": {"code": 404, "message": message, "status": "NOT_FOUND"}}, status=404)
+        return None
+
+    async def _model_info(self, request: web.Request) -> web.Response:
+        match = _MODEL.match(request.path)
+        if match is None:
+            return web.json_response({"error": {"code": 404, "message": "not found"}}, status=404)
+        refusal = self._refusal(request, match["model"])
+        return refusal or web.json_response({"name": f"models/{match['model']}", "displayName": match["model"]})
+
     async def _handle(self, request: web.Request) -> web.Response:
         if _EMBED.match(request.path) and self.embedder is not None:
             body = await request.json()
             texts = ["".join(p.get("text", "") for p in r["content"]["parts"]) for r in body["requests"]]
             self.embedded.append(texts)
-            await asyncio.sleep(self.latency)
+            scripted = self.embed_replies.popleft() if self.embed_replies else Reply()
+            await asyncio.sleep(self.latency + scripted.delay)
+            if scripted.status != 200:
+                return web.json_response(_error_body(scripted), status=scripted.status)
             return web.json_response({"embeddings": [{"values": self.embedder(t)} for t in texts]})
         match = _PATH.match(request.path)
         if match is None:
             return web.json_response({"error": {"code": 404, "message": "not found"}}, status=404)
+        if refusal := self._refusal(request, match["model"]):
+            return refusal
         seen = StubRequest(match["model"], await request.json(), request.headers.get("x-goog-api-key"))
         self.requests.append(seen)
         if self.replies:
@@ -144,14 +176,21 @@ def _success_body(reply: Reply, model: str) -> dict[str, Any]:
         "usageMetadata": {
             "promptTokenCount": reply.tokens_in,
             "candidatesTokenCount": reply.tokens_out,
-            "totalTokenCount": reply.tokens_in + reply.tokens_out,
+            "totalTokenCount": reply.tokens_in + reply.tokens_out + reply.thoughts,
+            **({"thoughtsTokenCount": reply.thoughts} if reply.thoughts else {}),
         },
         "modelVersion": model,
     }
 
 
 def _error_body(reply: Reply) -> dict[str, Any]:
-    status = {429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 400: "INVALID_ARGUMENT"}
+    status = {
+        429: "RESOURCE_EXHAUSTED",
+        500: "INTERNAL",
+        503: "UNAVAILABLE",
+        400: "INVALID_ARGUMENT",
+        404: "NOT_FOUND",
+    }
     body: dict[str, Any] = {"code": reply.status, "message": "stub error", "status": status.get(reply.status, "")}
     if reply.retry_delay:
         body["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": reply.retry_delay}]

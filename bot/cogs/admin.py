@@ -169,6 +169,7 @@ class AdminCommands(
         self, interaction: discord.Interaction, user: discord.User, revision: app_commands.Range[int, 1]
     ) -> None:
         assert interaction.guild_id is not None
+        await interaction.response.defer(ephemeral=True, thinking=True)  # Discord waits 3 s; the database may not
         try:
             change = await self.memory.revert(interaction.guild_id, user.id, revision, requested_by=interaction.user.id)
         except RevisionNotFoundError:
@@ -196,6 +197,7 @@ class AdminCommands(
         mode: Literal["include", "exclude", "auto"],
     ) -> None:
         assert interaction.guild_id is not None
+        await interaction.response.defer(ephemeral=True, thinking=True)  # dropping summaries can take a while
         dropped = await self.memory.set_channel_mode(interaction.guild_id, channel.id, mode)
         note = f" Dropped {rows_in_words(dropped)} built under the old rule; rebuilt when needed." if dropped else ""
         await answer(interaction, f"#{channel.name} is now **{mode}**: {CHANNEL_MODES[mode]}.{note}")
@@ -216,6 +218,7 @@ class AdminCommands(
                 f"Europe/Berlin or America/New_York. It is still {current}.",
             )
             return
+        await interaction.response.defer(ephemeral=True, thinking=True)
         await self.memory.set_timezone(interaction.guild_id, zone)
         await answer(interaction, f"Days here now begin at midnight in **{ZoneInfo(zone).key}** (was {current}).")
 

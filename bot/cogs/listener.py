@@ -118,12 +118,23 @@ class Listener(commands.Cog):
         is_admin = isinstance(message.author, discord.Member) and message.author.guild_permissions.manage_guild
         answer: Answer | None = None
         try:
+            # Typing shows while the model thinks; the reply comes within REPLY_DEADLINE_SECONDS regardless, and
+            # a facts change that outlives it is sent as a follow-up reply when done.
             async with message.channel.typing():
-                answer = await self.bot.responder.respond(request, is_admin=is_admin)
+                answer = await self.bot.responder.respond_within(
+                    request,
+                    deadline=self.bot.settings.reply_deadline_seconds,
+                    is_admin=is_admin,
+                    on_late=lambda late: self._deliver(message, late.text, late),
+                )
             text = answer.text
         except Exception:
             log.exception("answering message %s failed", message.id)
             text = APOLOGY
+        await self._deliver(message, text, answer)
+
+    async def _deliver(self, message: discord.Message, text: str, answer: Answer | None) -> None:
+        """Send a reply (split at Discord's limit) and store it with whose data it carries."""
         for sent in await self._send(message, text):
             if answer is not None:
                 await self.bot.memory.record_reply(

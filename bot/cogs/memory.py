@@ -70,6 +70,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         """The newest revisions; `/memory-admin revert` takes their numbers."""
         assert interaction.guild_id is not None
         subject = self_or_admin(interaction, user)
+        await interaction.response.defer(ephemeral=True, thinking=True)  # Discord waits 3 s; the database may not
         revisions = await self.memory.fact_history(interaction.guild_id, subject.id, limit=REVISIONS_SHOWN)
         if not revisions:
             await answer(interaction, f"No facts about {subject.display_name} have been stored or changed here.")
@@ -98,6 +99,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         """Stops at once; then offers to delete what is already stored."""
         assert interaction.guild_id is not None
         guild_id, user_id = interaction.guild_id, interaction.user.id
+        await interaction.response.defer(ephemeral=True, thinking=True)
         await self.memory.opt_out(guild_id, user_id, delete_stored=False)
 
         async def delete_stored() -> str:
@@ -122,6 +124,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
     async def optin(self, interaction: discord.Interaction) -> None:
         """Reverses optout; nothing deleted comes back."""
         assert interaction.guild_id is not None
+        await interaction.response.defer(ephemeral=True, thinking=True)
         await self.memory.opt_in(interaction.guild_id, interaction.user.id)
         await answer(interaction, "Welcome back: I store your messages in this server again.")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import discord
 from discord import app_commands
@@ -54,19 +55,24 @@ async def answer(
     chunks = split_message(defuse(text)) or ["(nothing)"]
     for index, chunk in enumerate(chunks):
         last = index == len(chunks) - 1
-        extra: dict[str, object] = {}
+        extra: dict[str, Any] = {}
         if last and file is not None:
             extra["file"] = file
         if last and view is not None:
             extra["view"] = view
+        shown: discord.WebhookMessage | discord.InteractionMessage | None = None
         if interaction.response.is_done():
-            await interaction.followup.send(
-                chunk, ephemeral=True, allowed_mentions=discord.AllowedMentions.none(), **extra
-            )  # type: ignore[arg-type]
+            shown = await interaction.followup.send(
+                chunk, ephemeral=True, allowed_mentions=discord.AllowedMentions.none(), wait=True, **extra
+            )
         else:
             await interaction.response.send_message(
                 chunk, ephemeral=True, allowed_mentions=discord.AllowedMentions.none(), **extra
-            )  # type: ignore[arg-type]
+            )
+            if last and isinstance(view, Confirm):
+                shown = await interaction.original_response()
+        if last and isinstance(view, Confirm) and shown is not None:
+            view.shown(shown, chunk)  # so the question can say it expired
 
 
 def markdown_file(text: str, filename: str) -> discord.File:
@@ -91,6 +97,25 @@ class Confirm(discord.ui.View):
         self._action = action
         self._declined = declined
         self.confirm.label, self.cancel.label = yes, no
+        self._message: discord.WebhookMessage | discord.InteractionMessage | None = None
+        self._question = ""
+
+    def shown(self, message: discord.WebhookMessage | discord.InteractionMessage, question: str) -> None:
+        """The message the question went out in (editable with the interaction's token for 15 minutes)."""
+        self._message, self._question = message, question
+
+    async def on_timeout(self) -> None:
+        """Nobody answered: grey the buttons out and say that nothing happened."""
+        for item in self.children:
+            if isinstance(item, discord.ui.Button):
+                item.disabled = True
+        if self._message is None:
+            return
+        expired = f"{self._question}\n\n**No answer within {_duration(CONFIRM_SECONDS)}, so nothing was changed.**"
+        try:
+            await self._message.edit(content=expired[:2000], view=self)
+        except discord.HTTPException:
+            log.info("could not mark an expired question as expired (the member may have dismissed it)")
 
     async def interaction_check(self, interaction: discord.Interaction) -> bool:
         """Ephemeral messages are private anyway; this keeps shared ones safe too."""
@@ -116,6 +141,10 @@ class Confirm(discord.ui.View):
         """Change nothing."""
         self.stop()
         await interaction.response.edit_message(content=self._declined, view=None)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 60:g} minutes" if seconds >= 60 else f"{seconds:g} seconds"
 
 
 async def on_app_command_error(interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from bot.llm.offline import OfflineProvider
+from bot.llm.offline import OFFLINE_REASON, OfflineProvider
 from bot.llm.prompts import PromptTemplate
 from bot.llm.types import Call, LLMError, LLMResult, LLMUnavailableError, Provider, Role
 from bot.llm.usage import UsageRecorder
@@ -67,14 +67,17 @@ class LLM:
                 self._record_result(self._nothing(started), operation, role, guild_id, "skipped")
                 if not fallback:
                     raise
-            except LLMError:
-                log.warning("%s failed; %s", operation, "using the offline provider" if fallback else "giving up")
+            except LLMError as exc:
+                # The cause is logged once per breaker transition (bot/llm/breaker.py), not once per call.
+                log.debug("%s failed (%s); %s", operation, exc, "answering offline" if fallback else "giving up")
                 self._record_result(self._nothing(started), operation, role, guild_id, "error")
                 if not fallback:
                     raise
             else:
                 self._record_result(result, operation, role, guild_id, "ok")
                 return result
+            # The offline answer says why it is answering: a model is configured but failing.
+            call = dataclasses.replace(call, variables={**variables, OFFLINE_REASON: "failing"})
         result = await self._offline.generate(call)
         self._record_result(result, operation, role, guild_id, "fallback" if self.primary else "ok")
         return dataclasses.replace(result, degraded=self.primary is not None)
@@ -82,6 +85,11 @@ class LLM:
     def _nothing(self, started: float) -> LLMResult:
         name = self.primary.name if self.primary else "none"
         return LLMResult("", None, 0, 0, "", time.perf_counter() - started, name)
+
+    @property
+    def usage(self) -> UsageRecorder | None:
+        """Where calls are accounted (embeddings use it too)."""
+        return self._usage
 
     @property
     def client(self) -> Any:

@@ -19,9 +19,37 @@ log = logging.getLogger(__name__)
 _JSON_BLOCK = re.compile(r"\{.*\}", re.S)
 
 
+def model_name(model: str) -> str:
+    """The bare model id: `models/gemma-3-27b-it` and `tunedModels/…` paths lose their prefix, case is folded."""
+    return model.rsplit("/", 1)[-1].strip().lower()
+
+
 def lacks_system_and_json(model: str) -> bool:
-    """Gemma models served by the Gemini API take neither system instructions nor JSON mode."""
-    return model.startswith("gemma")
+    """Gemma models served by the Gemini API take neither system instructions nor JSON mode (any id form)."""
+    return model_name(model).startswith("gemma")
+
+
+_GEMINI_GENERATION = re.compile(r"^gemini-(\d+)(?:\.\d+)?-")
+_LATEST_ALIAS = re.compile(r"^gemini-(?:flash|flash-lite|pro)-latest$")
+
+
+def keeps_default_temperature(model: str) -> bool:
+    """Gemini 3 and later: Google advises leaving temperature at its default (1.0).
+
+    Its Gemini 3 guide: "we strongly recommend keeping the temperature parameter at its default value of
+    1.0 … setting it to less than 1.0 may lead to unexpected behavior, looping, or degraded performance".
+    The `-latest` aliases point at the newest generation. Gemma and Gemini 2.x keep our temperatures.
+    """
+    name = model_name(model)
+    if _LATEST_ALIAS.match(name):
+        return True
+    match = _GEMINI_GENERATION.match(name)
+    return match is not None and int(match.group(1)) >= 3
+
+
+def temperature_for(model: str, wanted: float) -> float | None:
+    """The temperature to send: ours, or None (the model's own default) where Google advises that."""
+    return None if keeps_default_temperature(model) else wanted
 
 
 def parse_json(text: str, schema: type[BaseModel]) -> BaseModel | None:
@@ -46,6 +74,10 @@ class GeminiProvider:
         self._client = client
         self._models = models
         self._timeout_ms = int(timeout_s * 1000)
+
+    def model_for(self, role: Role) -> str:
+        """The model id a role is sent to (the resilience layer keeps one lane per model)."""
+        return self._models[role]
 
     async def generate(self, call: Call) -> LLMResult:
         """Ask the model for the call's role; with a schema, return the parsed object (one repair retry)."""
@@ -85,7 +117,7 @@ class GeminiProvider:
         self, model: str, prompt: Prompt, schema: type[BaseModel] | None, temperature: float
     ) -> types.GenerateContentResponse:
         config = types.GenerateContentConfig(
-            temperature=temperature, http_options=types.HttpOptions(timeout=self._timeout_ms)
+            temperature=temperature_for(model, temperature), http_options=types.HttpOptions(timeout=self._timeout_ms)
         )
         contents = prompt.user
         if lacks_system_and_json(model):
@@ -110,7 +142,9 @@ def _refused(response: types.GenerateContentResponse) -> bool:
 
 
 def _usage(response: types.GenerateContentResponse) -> tuple[int, int]:
+    """(input, output) tokens; thinking tokens are billed as output, so they count as output here too."""
     usage = response.usage_metadata
     if usage is None:
         return 0, 0
-    return usage.prompt_token_count or 0, usage.candidates_token_count or 0
+    out = (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)
+    return usage.prompt_token_count or 0, out

@@ -96,13 +96,19 @@ def merge_context(facts: str, current_day: str, history: str, earlier: str = "",
     return assemble(memory_sections(facts, current_day, history, earlier), max_tokens)
 
 
-def chat(memory: str, author: str) -> str:
-    """What the bot says when asked to chat without a model: an honest note and what it knows."""
+OFFLINE_REASON = "offline_reason"  # a variable the LLM client adds when it falls back: "failing"
+CAN_STILL = (
+    "I can still remember things (“remember that …”), forget them, and tell you what I know "
+    "(“what do you know about me?”)."
+)
+
+
+def chat(memory: str, author: str, reason: str = "none") -> str:
+    """What the bot says when asked to chat without a model: why (none configured, or failing) and what it knows."""
     known = f" What I remember about you: {memory}" if memory.strip() else ""
-    return (
-        f"I'm running without a language model, so I can't chat, {author}. I can still remember things "
-        "(“remember that …”), forget them, and tell you what I know (“what do you know about me?”)." + known
-    )
+    if reason == "failing":
+        return f"The model is failing right now, so I can't chat properly, {author}. {CAN_STILL}{known}"
+    return f"I'm running without a language model, so I can't chat, {author}. {CAN_STILL}{known}"
 
 
 class OfflineProvider:
@@ -135,7 +141,7 @@ class OfflineProvider:
                 v["facts"], v["current_day"], v["history"], v.get("earlier", ""), max_tokens=int(v["max_tokens"])
             )
         elif operation == "chat":
-            text = chat(v["memory"], v["author"])
+            text = chat(v["memory"], v["author"], str(v.get(OFFLINE_REASON, "none")))
         else:
             raise ValueError(f"unknown operation {operation!r}")
         return LLMResult(

@@ -110,6 +110,7 @@ class EmbeddingWorker:
             try:
                 backlog = not self._pending
                 if backlog:
+                    await self._flush()  # what was just embedded must be stored, or it reads as backlog
                     batch = await self._backlog()
                 else:
                     batch = [self._pending.popleft() for _ in range(min(BATCH, len(self._pending)))]
@@ -122,8 +123,6 @@ class EmbeddingWorker:
                     self._backlog_done = False
                     continue
                 await self._embed(batch)
-                if backlog:
-                    await self._flush()
             except asyncio.CancelledError:
                 raise
             except Exception:  # the database or the model may be away for a while: the backlog keeps the work
@@ -132,7 +131,7 @@ class EmbeddingWorker:
 
     async def _backlog(self) -> list[Pending]:
         async with self._sessions() as session:
-            rows = await store.unembedded(session, limit=BACKLOG_BATCH)
+            rows = await store.unembedded(session, self._index.model, limit=BACKLOG_BATCH)
         return [Pending(r.message_id, r.guild_id, r.text) for r in rows]
 
     async def _embed(self, batch: list[Pending]) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from bot.llm.client import LLM
 from bot.llm.prompts import when
 from bot.llm.schemas import ForgetResult
@@ -11,10 +13,14 @@ from bot.memory.clock import Clock
 class LLMFactsModel:
     """Merges, removes and condenses facts with the remember / forget / condense prompts."""
 
-    def __init__(self, llm: LLM, *, zone: str = "UTC", clock: Clock | None = None) -> None:
+    def __init__(self, llm: LLM, *, zone: str | Callable[[int], str] = "UTC", clock: Clock | None = None) -> None:
         self._llm = llm
-        self._zone = zone
+        # A guild's own zone (MemoryManager.zone), so "today" in a facts prompt is the guild's today.
+        self._zone = zone if callable(zone) else (lambda _guild_id: zone)
         self._clock = clock or Clock()
+
+    def _when(self, guild_id: int) -> dict[str, str]:
+        return when(self._clock.now(), self._zone(guild_id))
 
     async def merge(self, *, guild_id: int, subject: str, existing: str, fact: str, max_chars: int) -> str:
         """The facts with `fact` merged in (newer wins)."""
@@ -25,7 +31,7 @@ class LLMFactsModel:
                 "existing": existing,
                 "fact": fact,
                 "max_chars": max_chars,
-                **when(self._clock.now(), self._zone),
+                **self._when(guild_id),
             },
             temperature=0,
             guild_id=guild_id,
@@ -36,7 +42,7 @@ class LLMFactsModel:
         """Whether `fact` was found, and the facts without it."""
         result = await self._llm.run(
             "forget",
-            {"subject": subject, "existing": existing, "fact": fact, **when(self._clock.now(), self._zone)},
+            {"subject": subject, "existing": existing, "fact": fact, **self._when(guild_id)},
             schema=ForgetResult,
             temperature=0,
             guild_id=guild_id,
@@ -48,7 +54,7 @@ class LLMFactsModel:
         """The facts rewritten within `max_chars`."""
         result = await self._llm.run(
             "condense",
-            {"subject": subject, "existing": existing, "max_chars": max_chars, **when(self._clock.now(), self._zone)},
+            {"subject": subject, "existing": existing, "max_chars": max_chars, **self._when(guild_id)},
             temperature=0,
             guild_id=guild_id,
         )

@@ -84,9 +84,7 @@ class MemoryManager:
         self.channels = ChannelScopes(self.sessions, self.clock)
         self.window = ChannelWindow()
         self._llm = llm
-        facts_model = facts_model or (
-            LLMFactsModel(llm, zone=settings.default_timezone, clock=self.clock) if llm else None
-        )
+        facts_model = facts_model or (LLMFactsModel(llm, zone=self.zone, clock=self.clock) if llm else None)
         self._facts = (
             FactsStore(self.sessions, facts_model, max_chars=settings.facts_max_chars) if facts_model else None
         )
@@ -281,11 +279,11 @@ class MemoryManager:
 
     async def unembedded_count(self) -> int:
         """How many stored messages of people have no vector yet (0 without an embedding model)."""
-        if self.embedding is None:
+        if self.embedding is None or self.vectors is None:
             return 0
         await self.flush()
         async with self.sessions() as session:
-            return await vector_rows.unembedded_count(session)
+            return await vector_rows.unembedded_count(session, self.vectors.model)
 
     async def last_message_at(self, guild_id: int, user_id: int) -> datetime | None:
         """When a member's newest stored message was written."""

@@ -36,6 +36,7 @@ class Sent:
     content: str
     flags: int = 0
     buttons: dict[str, str] = field(default_factory=dict)  # label -> custom_id
+    disabled: frozenset[str] = frozenset()  # labels of buttons shown greyed out
     files: dict[str, bytes] = field(default_factory=dict)
     allowed_mentions: dict[str, Any] | None = None
 
@@ -53,6 +54,12 @@ def _buttons(components: list[dict[str, Any]] | None) -> dict[str, str]:
     return found
 
 
+def _disabled(components: list[dict[str, Any]] | None) -> frozenset[str]:
+    return frozenset(
+        item["label"] for row in components or [] for item in row.get("components", []) if item.get("disabled")
+    )
+
+
 class RecordingAdapter(webhook_async.AsyncWebhookAdapter):
     """Answers interaction callbacks and webhook calls like Discord would, and records what was sent."""
 
@@ -64,6 +71,7 @@ class RecordingAdapter(webhook_async.AsyncWebhookAdapter):
         self.original: dict[str, int] = {}  # interaction token -> its response message
         self.flags: dict[str, int] = {}
         self.choices: list[dict[str, Any]] = []  # autocomplete answers
+        self.events: list[str] = []  # "defer" / "respond" as Discord receives them (others may add theirs)
 
     def _message(self, message_id: int, body: dict[str, Any]) -> dict[str, Any]:
         assert self.bot.user is not None
@@ -104,6 +112,7 @@ class RecordingAdapter(webhook_async.AsyncWebhookAdapter):
                 body.get("content") or "",
                 body.get("flags", 0),
                 _buttons(body.get("components")),
+                _disabled(body.get("components")),
                 contents,
                 body.get("allowed_mentions"),
             )
@@ -130,6 +139,7 @@ class RecordingAdapter(webhook_async.AsyncWebhookAdapter):
                 self.choices = body.get("choices", [])
                 return {"interaction": {"id": str(route.webhook_id), "type": 4}}
             if kind in (4, 5):  # a new message (5: deferred, "thinking")
+                self.events.append("defer" if kind == 5 else "respond")
                 self.original[token] = snowflake()
                 self.flags[token] = body.get("flags", 0)
             if kind in (4, 7):  # 7: a button edits the message it sits on

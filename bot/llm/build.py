@@ -1,0 +1,102 @@
+"""Building the LLM layer from settings: the google-genai client, the resilient provider, the embedder.
+
+This lives outside `bot/llm/__init__.py` on purpose: importing the package's own `bot.llm.types` sets the
+attribute `types` on the package, so a `from google.genai import types` in `__init__` was replaced by our
+module before `build_llm` ran (`module 'bot.llm.types' has no attribute 'HttpOptions'` as soon as
+GEMINI_BASE_URL was set). Here Google's module is imported under a name nothing can shadow.
+"""
+
+from __future__ import annotations
+
+from google import genai
+from google.genai import types as genai_types
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from bot.llm.breaker import CircuitBreaker
+from bot.llm.client import LLM
+from bot.llm.embeddings import GeminiEmbedder
+from bot.llm.gemini import GeminiProvider
+from bot.llm.local_embedder import LocalEmbedder, installed, load_minilm
+from bot.llm.prompts import load_prompts
+from bot.llm.resilience import Limits, ResilientProvider
+from bot.llm.usage import UsageRecorder
+from bot.settings import Settings
+
+
+def make_client(settings: Settings) -> genai.Client:
+    """The google-genai client exactly as the bot uses it.
+
+    `attempts=1` hands every retry to our own policy (bot/llm/resilience.py): without retry options the SDK
+    quietly retries a refused aiohttp connection itself after sleeping 1-10 s, outside our limits, deadline
+    and breaker.
+    """
+    assert settings.gemini_api_key is not None
+    options = genai_types.HttpOptions(retry_options=genai_types.HttpRetryOptions(attempts=1))
+    if settings.gemini_base_url:
+        options.base_url = settings.gemini_base_url
+    return genai.Client(api_key=settings.gemini_api_key.get_secret_value(), http_options=options)
+
+
+def build_resilience(settings: Settings, inner: GeminiProvider) -> ResilientProvider:
+    """Per model: a breaker, request and token limits, a concurrency cap and the retry policy."""
+    return ResilientProvider(
+        inner,
+        attempts=settings.llm_max_attempts,
+        timeout_s=settings.llm_timeout_seconds,
+        max_concurrency=settings.llm_max_concurrency,
+        requests_per_minute=settings.llm_fast_requests_per_minute,
+        breaker=lambda model: CircuitBreaker(
+            failures=settings.llm_breaker_failures, cooldown=settings.llm_breaker_cooldown_seconds, name=model
+        ),
+        limits={
+            "batch": Limits(settings.llm_batch_requests_per_minute, settings.llm_batch_tokens_per_minute or None),
+            "fast": Limits(settings.llm_fast_requests_per_minute, settings.llm_fast_tokens_per_minute or None),
+            **(
+                {settings.embedding_model: Limits(settings.embedding_requests_per_minute)}
+                if settings.embedding_model
+                else {}
+            ),
+        },
+    )
+
+
+def build_llm(settings: Settings, *, sessions: async_sessionmaker[AsyncSession] | None) -> LLM:
+    """The resilient Gemini provider with the offline fallback, or the offline provider alone without a key."""
+    prompts = load_prompts()
+    usage = UsageRecorder(sessions) if sessions is not None else None
+    if settings.gemini_api_key is None:
+        return LLM(None, prompts=prompts, usage=usage)
+    client = make_client(settings)
+    gemini = GeminiProvider(
+        client,
+        models={"batch": settings.model_batch, "fast": settings.model_fast},
+        timeout_s=settings.llm_timeout_seconds,
+    )
+    return LLM(build_resilience(settings, gemini), prompts=prompts, usage=usage, client=client)
+
+
+def build_embedder(settings: Settings, llm: LLM) -> GeminiEmbedder | LocalEmbedder | None:
+    """EMBEDDING_MODEL: "local" (the default: MiniLM on the CPU, no key), a Gemini embedding model (with a key),
+    or "none"; None also when the local model is not installed (recall then uses words only).
+
+    Gemini embeddings go through the same resilience (the embedding model's own lane) and usage accounting.
+    """
+    model = (settings.embedding_model or "none").strip()
+    if model.lower() in {"none", "off", ""}:
+        return None
+    if model.lower() == "local":
+        if installed():
+            return LocalEmbedder()  # loaded on first use: commands that never embed never pay for it
+        load_minilm()  # says why there are no vectors, once
+        return None
+    if llm.client is None:
+        return None
+    resilience = llm.primary if isinstance(llm.primary, ResilientProvider) else None
+    return GeminiEmbedder(
+        llm.client,
+        settings.embedding_model,
+        dimensions=settings.embedding_dimensions,
+        timeout_s=settings.llm_timeout_seconds,
+        resilience=resilience,
+        usage=llm.usage,
+    )

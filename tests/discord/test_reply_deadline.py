@@ -1,0 +1,78 @@
+"""The listener under the reply deadline: a hanging model (real google-genai client, stub) through dpytest.
+
+The member sees the typing indicator, then a reply from memory within the deadline; the facts change they
+asked for finishes afterwards and arrives as a follow-up reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import discord.ext.test as dpytest
+import pytest
+
+from bot.app import open_app
+from bot.discord_bot import ElefantBot
+from tests.gemini_stub import GeminiStub, hang
+from tests.model_doubles import scripted_model
+from tests.test_reply_deadline import DEADLINE, settings_for
+
+
+@pytest.fixture
+async def stub():
+    server = await GeminiStub(responder=scripted_model).start()
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+async def bot(db_url, stub):
+    # One short attempt: the change gives up on the hanging model (and merges offline) soon after the deadline.
+    settings = settings_for(
+        db_url, stub.base_url, llm_timeout_seconds=1.5, llm_max_attempts=1, discord_members_intent=True
+    )
+    async with open_app(settings) as app:
+        bot = ElefantBot(memory=app.memory, responder=app.responder, settings=settings, sync_commands=False)
+        dpytest.configure(bot, members=["alice"])
+        await bot._async_setup_hook()
+        await bot.setup_hook()
+        yield bot
+        await dpytest.empty_queue()
+
+
+async def next_message(within: float):
+    """The next message the bot sends, waiting for it up to `within` seconds."""
+    for _ in range(int(within / 0.05)):
+        if not dpytest.sent_queue.empty():
+            return dpytest.get_message()
+        await asyncio.sleep(0.05)
+    raise AssertionError("the bot sent nothing")
+
+
+async def test_a_hanging_model_gets_a_reply_in_time_and_the_change_as_a_follow_up(bot, stub, monkeypatch):
+    typing: list[float] = []
+    original = bot.http.send_typing
+
+    async def recording(channel_id):  # the HTTP edge of the typing indicator
+        typing.append(time.perf_counter())
+        return await original(channel_id)
+
+    monkeypatch.setattr(bot.http, "send_typing", recording)
+    alice = dpytest.get_config().members[0]
+    guild = dpytest.get_config().guilds[0]
+    name = alice.display_name
+    await bot.memory.remember(guild.id, alice.id, f"{name} likes green tea", requested_by=alice.id)
+    stub.responder = lambda request: hang()
+
+    started = time.perf_counter()
+    await dpytest.message(f"<@{bot.user.id}> remember that I play chess", member=alice)
+    reply = await next_message(within=DEADLINE + 1)
+    assert time.perf_counter() - started < DEADLINE + 1
+    assert typing and typing[0] - started < 0.5  # the member saw the bot typing while it waited
+    assert reply.content.startswith(f"The model is slow right now, so I'm still saving that about {name}")
+    assert reply.content.endswith(f"What I know about {name} so far: {name} likes green tea.")
+
+    follow_up = await next_message(within=5)
+    assert follow_up.content == f"Got it. What I know about {name} now:\n{name} likes green tea. {name} plays chess."
+    assert await bot.memory.facts(guild.id, alice.id) == f"{name} likes green tea. {name} plays chess."
