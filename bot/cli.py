@@ -1,4 +1,8 @@
-"""Command line: `python -m bot run | migrate | …`."""
+"""Command line: `python -m bot run | migrate | …`.
+
+Each command reads the settings before importing what it runs on: discord.py and google-genai take seconds
+to import, and a wrong setting should be answered at once.
+"""
 
 from __future__ import annotations
 
@@ -11,17 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import click
-import discord
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 
-from bot.app import open_app, run_discord
-from bot.console import run_console
-from bot.importer import ImportFileError, import_file
 from bot.logging_setup import configure_logging
-from bot.memory.clock import FakeClock
 from bot.settings import ConfigError, Settings, load_settings
-from db.deletion import rows_in_words
-from db.engine import create_engine
-from db.migrate import upgrade
 
 
 def _settings() -> Settings:
@@ -50,9 +48,17 @@ def main() -> None:
 
 
 async def _migrate(settings: Settings) -> None:
+    from db.engine import create_engine
+    from db.migrate import upgrade
+
     engine = create_engine(settings.database_url)
     try:
         await upgrade(engine)
+    except (OSError, DBAPIError) as exc:  # unreachable, refused, no such database: say which, not a traceback
+        reason = str(exc.orig if isinstance(exc, DBAPIError) else exc).strip().splitlines()[0].rstrip(".")
+        where = make_url(settings.database_url).render_as_string(hide_password=True)
+        click.echo(f"The database in DATABASE_URL ({where}) cannot be opened: {reason}.", err=True)
+        sys.exit(1)
     finally:
         await engine.dispose()
 
@@ -84,6 +90,8 @@ def _utc(at: datetime | None) -> datetime | None:
 async def console(at: datetime | None) -> None:
     """Chat with the bot in a simulated guild in this terminal (or from a pipe), its clock starting --at."""
     settings = _settings()
+    from bot.console import run_console
+
     await _migrate(settings)
     await run_console(settings, start=_utc(at))
 
@@ -96,6 +104,9 @@ async def console(at: datetime | None) -> None:
 async def context(guild_id: int, user_id: int, at: datetime | None) -> None:
     """Print exactly what memory would inject for a member (at a given time)."""
     settings = _settings()
+    from bot.app import open_app
+    from bot.memory.clock import FakeClock
+
     await _migrate(settings)
     when = _utc(at)
     clock = FakeClock(when) if when else None
@@ -122,6 +133,9 @@ async def import_(files: tuple[Path, ...], private: bool) -> None:
     private: pass --private for channels @everyone cannot read.
     """
     settings = _settings()
+    from bot.app import open_app
+    from bot.importer import ImportFileError, import_file
+
     await _migrate(settings)
     failed = 0
     async with open_app(settings) as app:
@@ -152,6 +166,8 @@ async def import_(files: tuple[Path, ...], private: bool) -> None:
 async def stats(guild_id: int) -> None:
     """What is stored for a guild, and what the model cost in the last 24 hours."""
     settings = _settings()
+    from bot.app import open_app
+
     await _migrate(settings)
     async with open_app(settings) as app:
         figures = await app.memory.stats(guild_id)
@@ -177,6 +193,9 @@ async def purge(
     if not yes:
         click.confirm(f"Really delete this from guild {guild_id}? This cannot be undone", abort=True)
     settings = _settings()
+    from bot.app import open_app
+    from db.deletion import rows_in_words
+
     await _migrate(settings)
     async with open_app(settings) as app:
         memory = app.memory
@@ -198,6 +217,8 @@ async def purge(
 async def export(guild_id: int, user_id: int) -> None:
     """Print a member's facts, revisions and summaries as Markdown."""
     settings = _settings()
+    from bot.app import open_app
+
     await _migrate(settings)
     async with open_app(settings) as app:
         click.echo(await app.memory.export(guild_id, user_id), nl=False)
@@ -208,6 +229,11 @@ async def export(guild_id: int, user_id: int) -> None:
 async def run() -> None:
     """Run the bot (migrates the database first)."""
     settings = _settings()
+    import discord
+
+    from bot.app import run_discord
+    from bot.console import run_console
+
     await _migrate(settings)
     if settings.discord_token is None:
         click.echo("No DISCORD_TOKEN is set: starting the console instead (see .env.example to connect).", err=True)
