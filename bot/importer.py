@@ -214,7 +214,8 @@ async def import_file(
                 reply_to_id=m.reference.message_id if m.reference and m.reference.type != "Forward" else None,
                 mentioned_user_ids=tuple(x.id for x in m.mentions),
                 kind=Kind.COMMAND if addressed is not None and is_command(addressed) else Kind.SPEECH,
-            )
+            ),
+            wait=True,  # an import must not outrun storage: it waits for room instead of spilling to disk
         )
     await memory.flush()
     stored = len(export.messages) - skipped - notices

@@ -92,6 +92,7 @@ def _start(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
         ("MEMORY_WAIT_SECONDS", "-inf", "finite"),
         ("LLM_BREAKER_COOLDOWN_SECONDS", "-5", "greater than 0"),
         ("RETENTION_DAYS", "999999999999", "less than or equal to 36500"),
+        ("INGEST_SHUTDOWN_SECONDS", "inf", "finite"),
         ("DATABASE_URL", "sqlite:///:memory:", "in-memory SQLite database cannot be used"),
         ("DATABASE_URL", "sqlite://", "in-memory SQLite database cannot be used"),
         ("DATABASE_URL", "sqlite:///{file}/x.db", "is a file, not a directory"),
