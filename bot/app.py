@@ -66,13 +66,14 @@ async def _retention(memory: MemoryManager) -> None:
         await asyncio.sleep(3600)
 
 
-async def run_discord(settings: Settings) -> None:
-    """Connect to Discord until SIGINT/SIGTERM, then drain ingestion before exiting."""
+async def run_discord(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
+    """Connect to Discord until `stop` is set (by default: SIGINT/SIGTERM), then drain ingestion before exiting."""
     assert settings.discord_token is not None
-    async with open_app(settings) as app:
-        bot = ElefantBot(memory=app.memory, responder=app.responder, settings=settings)
+    if stop is None:
         stop = asyncio.Event()
         stop_on_signals(stop)
+    async with open_app(settings) as app:
+        bot = ElefantBot(memory=app.memory, responder=app.responder, settings=settings)
         async with bot:
             spawn(_retention(app.memory), name="retention")
             runner = asyncio.create_task(bot.start(settings.discord_token.get_secret_value()))

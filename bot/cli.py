@@ -8,18 +8,24 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
+import signal
 import sys
 from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
+from bot.lifecycle import StoppedError, StopRequest, stop_on_signals, unless_stopped
 from bot.logging_setup import configure_logging
 from bot.settings import ConfigError, Settings, load_settings
+
+if TYPE_CHECKING:
+    from bot.importer import ImportProgress
 
 
 def _settings() -> Settings:
@@ -27,19 +33,44 @@ def _settings() -> Settings:
         settings = load_settings()
     except ConfigError as exc:
         click.echo(str(exc), err=True)
-        sys.exit(2)
+        raise click.exceptions.Exit(2) from None
     configure_logging(settings.log_level)
     return settings
 
 
 def async_command(func: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[..., Any]:
-    """Let a click command be an async function."""
+    """Let a click command be an async function that stops cleanly on SIGINT / SIGTERM.
+
+    A command with a `stop` parameter gets the stop request and ends itself (the long-running ones stop taking
+    input, then drain as on any exit). Any other command is cancelled: its `async with` blocks still close what
+    they opened, and closing memory drains the ingest queue (into a spill file if storage cannot take it).
+    """
+    handles_stop = "stop" in inspect.signature(func).parameters
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return asyncio.run(func(*args, **kwargs))
+        return asyncio.run(_stoppable(func, args, kwargs, handles_stop=handles_stop))
 
     return wrapper
+
+
+async def _stoppable(
+    func: Callable[..., Coroutine[Any, Any, Any]], args: Any, kwargs: Any, *, handles_stop: bool
+) -> Any:
+    stop = StopRequest()
+    stop_on_signals(stop)
+    if handles_stop:
+        return await func(*args, stop=stop, **kwargs)
+    try:
+        return await unless_stopped(func(*args, **kwargs), stop)
+    except StoppedError:
+        _stopped_exit(stop, "Stopped before finishing.")
+
+
+def _stopped_exit(stop: StopRequest, sentence: str) -> NoReturn:
+    """Say what a stop left undone, and exit as a process ended by that signal does (128 + its number)."""
+    click.echo(sentence, err=True)
+    raise click.exceptions.Exit(128 + (stop.received or signal.SIGTERM))
 
 
 @click.group()
@@ -58,7 +89,7 @@ async def _migrate(settings: Settings) -> None:
         reason = str(exc.orig if isinstance(exc, DBAPIError) else exc).strip().splitlines()[0].rstrip(".")
         where = make_url(settings.database_url).render_as_string(hide_password=True)
         click.echo(f"The database in DATABASE_URL ({where}) cannot be opened: {reason}.", err=True)
-        sys.exit(1)
+        raise click.exceptions.Exit(1) from None
     finally:
         await engine.dispose()
 
@@ -87,13 +118,13 @@ def _utc(at: datetime | None) -> datetime | None:
 @main.command()
 @AT_OPTION
 @async_command
-async def console(at: datetime | None) -> None:
+async def console(at: datetime | None, stop: StopRequest) -> None:
     """Chat with the bot in a simulated guild in this terminal (or from a pipe), its clock starting --at."""
     settings = _settings()
     from bot.console import run_console
 
     await _migrate(settings)
-    await run_console(settings, start=_utc(at))
+    await run_console(settings, start=_utc(at), stop=stop)
 
 
 @main.command()
@@ -126,38 +157,62 @@ async def context(guild_id: int, user_id: int, at: datetime | None) -> None:
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--private", is_flag=True, help="The exported channels are ones @everyone cannot read.")
 @async_command
-async def import_(files: tuple[Path, ...], private: bool) -> None:
+async def import_(files: tuple[Path, ...], private: bool, stop: StopRequest) -> None:
     """Import DiscordChatExporter JSON exports (idempotent; a bad file is reported and stores nothing).
 
     Private threads stay private; direct-message exports are refused. Exports do not say whether a channel is
-    private: pass --private for channels @everyone cannot read.
+    private: pass --private for channels @everyone cannot read. Stopped (Ctrl-C, SIGTERM), it stores what it
+    had read and says how far it got; running the same command again finishes the job.
     """
     settings = _settings()
     from bot.app import open_app
-    from bot.importer import ImportFileError, import_file
+    from bot.importer import ImportFileError, ImportProgress, import_file
 
     await _migrate(settings)
     failed = 0
+    stopped: ImportProgress | None = None
     async with open_app(settings) as app:
         for path in files:
+            tracking = ImportProgress(path)
             try:
-                result = await import_file(
-                    app.memory,
-                    path,
-                    include_bots=settings.ingest_other_bots,
-                    progress=sys.stderr.isatty(),
-                    bot_name=settings.bot_name,
-                    private=private,
+                result = await unless_stopped(
+                    import_file(
+                        app.memory,
+                        path,
+                        include_bots=settings.ingest_other_bots,
+                        progress=sys.stderr.isatty(),
+                        bot_name=settings.bot_name,
+                        private=private,
+                        tracking=tracking,
+                    ),
+                    stop,
                 )
             except ImportFileError as exc:
                 failed += 1
                 click.echo(f"Not imported: {exc}", err=True)
                 continue
+            except StoppedError:
+                stopped = tracking
+                break
             extra = f", {result.skipped_bots} from bots skipped" if result.skipped_bots else ""
             extra += f", {result.skipped_notices} system notices skipped" if result.skipped_notices else ""
             click.echo(f"{path}: {result.messages:,} messages from #{result.channel} ({result.guild}){extra}")
+    # Said after memory is closed: what was read is stored by then (or in a spill file, which the log names).
+    if stopped is not None:
+        left = len(files) - files.index(stopped.path) - 1
+        later = f" ({left} later file{'s' if left != 1 else ''} not started)" if left else ""
+        how_far = (
+            f"after {stopped.done:,} of {stopped.total:,} messages of {stopped.path.name}"
+            if stopped.total
+            else f"before reading {stopped.path.name}"
+        )
+        _stopped_exit(
+            stop,
+            f"Import stopped {how_far}{later}; run the same command again to finish (messages already stored are "
+            "not duplicated).",
+        )
     if failed:
-        sys.exit(1)
+        raise click.exceptions.Exit(1)
 
 
 @main.command()
@@ -182,16 +237,21 @@ async def stats(guild_id: int) -> None:
 @click.option("--before", type=click.DateTime(formats=["%Y-%m-%d"]), help="Delete messages before this UTC date.")
 @click.option("--all", "everything", is_flag=True, help="Delete everything kept about the guild.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-@async_command
-async def purge(
+def purge(
     *, guild_id: int, user_id: int | None, channel_id: int | None, before: datetime | None, everything: bool, yes: bool
 ) -> None:
     """Delete data for real: from every table and cache (summaries built on it included)."""
     chosen = [x for x in (user_id, channel_id, before, everything or None) if x is not None]
     if len(chosen) != 1:
         raise click.UsageError("choose exactly one of --user, --channel, --before, --all")
+    # Asked before the event loop starts: Ctrl-C at this prompt simply aborts, nothing has begun.
     if not yes:
         click.confirm(f"Really delete this from guild {guild_id}? This cannot be undone", abort=True)
+    _purge(guild_id=guild_id, user_id=user_id, channel_id=channel_id, before=before)
+
+
+@async_command
+async def _purge(*, guild_id: int, user_id: int | None, channel_id: int | None, before: datetime | None) -> None:
     settings = _settings()
     from bot.app import open_app
     from db.deletion import rows_in_words
@@ -226,7 +286,7 @@ async def export(guild_id: int, user_id: int) -> None:
 
 @main.command()
 @async_command
-async def run() -> None:
+async def run(stop: StopRequest) -> None:
     """Run the bot (migrates the database first)."""
     settings = _settings()
     import discord
@@ -237,10 +297,10 @@ async def run() -> None:
     await _migrate(settings)
     if settings.discord_token is None:
         click.echo("No DISCORD_TOKEN is set: starting the console instead (see .env.example to connect).", err=True)
-        await run_console(settings)
+        await run_console(settings, stop=stop)
         return
     try:
-        await run_discord(settings)
+        await run_discord(settings, stop=stop)
     except discord.LoginFailure:
         click.echo("Discord refused the token in DISCORD_TOKEN; reset it in the developer portal.", err=True)
-        sys.exit(1)
+        raise click.exceptions.Exit(1) from None
