@@ -82,7 +82,8 @@ async def fill(memory: MemoryManager, *, users: int, days: int, total: int) -> N
                     f"user{u}",
                     f"day {d} message {i}: talking about the {WORDS[(i + u) % len(WORDS)]} with friends",
                     start + step * i,
-                )
+                ),
+                wait=True,  # a bulk load: back-pressure, not the spill file
             )
     await memory.flush()
 
@@ -209,17 +210,18 @@ async def growth(args: argparse.Namespace, stub: GeminiStub, mode: str = "summar
                                 i,
                                 0 if i % 10 == 0 else 1 + i % 50,
                                 NOW.replace(hour=1) - timedelta(days=d, seconds=-60 * i),
-                            )
+                            ),
+                            wait=True,
                         )
                 own = range(8, 8 + 365, 4)
                 for back in own:
                     at = NOW - timedelta(days=back, hours=3)
-                    await memory.ingest_message(_message(back, 9_000_000 + back, 0, at))
+                    await memory.ingest_message(_message(back, 9_000_000 + back, 0, at), wait=True)
                 old = max(0, total - recent - len(own))
                 for i in range(old):
                     back = 8 + (i * 365) // max(old, 1)
                     at = NOW - timedelta(days=back, seconds=i % 80000)
-                    await memory.ingest_message(_message(back, i, 1 + i % 199, at))
+                    await memory.ingest_message(_message(back, i, 1 + i % 199, at), wait=True)
                 await memory.flush()
                 await memory.remember(GUILD, GUILD + 100, "user0 is vegetarian and plays chess", requested_by=GUILD)
                 await memory.rollups.earlier(GUILD, GUILD + 100, NOW.date(), wait=True)  # type: ignore[union-attr]

@@ -75,7 +75,7 @@ async def write_behind(engine, messages: list[IncomingMessage]) -> tuple[float, 
     with StallMeter() as meter:
         started = time.perf_counter()
         for m in messages:
-            await manager.ingest_message(m)
+            await manager.ingest_message(m, wait=True)  # back-pressure: measure storage, not the disk
         await manager.flush()
         rate = len(messages) / (time.perf_counter() - started)
     await manager.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from bot.discord_bot import make_bot
@@ -74,17 +74,19 @@ async def _retention(memory: MemoryManager) -> None:
         await asyncio.sleep(3600)
 
 
-async def run_discord(settings: Settings) -> None:
-    """Connect to Discord until SIGINT/SIGTERM, then drain ingestion before exiting.
+async def run_discord(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
+    """Connect to Discord until `stop` is set (by default: SIGINT/SIGTERM), then drain ingestion before exiting.
 
     Start-up failures (a refused token, a privileged intent switched off, no network) propagate to the
     caller, which turns them into one sentence.
     """
     assert settings.discord_token is not None
-    async with open_app(settings, background=True) as app:
-        bot = make_bot(memory=app.memory, responder=app.responder, settings=settings)
+    restore_signals: Callable[[], None] = lambda: None  # noqa: E731 - the default undo does nothing
+    if stop is None:
         stop = asyncio.Event()
         restore_signals = stop_on_signals(stop)
+    async with open_app(settings, background=True) as app:
+        bot = make_bot(memory=app.memory, responder=app.responder, settings=settings)
         retention = spawn(_retention(app.memory), name="retention")
         try:
             async with bot:

@@ -1,36 +1,36 @@
-"""Command line: `python -m bot run | migrate | …`."""
+"""Command line: `python -m bot run | migrate | …`.
+
+Each command reads the settings before importing what it runs on: discord.py and google-genai take seconds
+to import, and a wrong setting should be answered at once.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import functools
+import inspect
 import logging
+import signal
 import sys
 from collections.abc import Callable, Coroutine, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import aiohttp
 import click
-import discord
-from tqdm import tqdm
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 
-from bot.app import open_app, run_discord
-from bot.console import run_console
-from bot.conversation import Request
-from bot.discord_bot import PERMISSIONS, SCOPES, ElefantBot, application_id_from_token, invite_url
-from bot.importer import ImportFileError, import_file
-from bot.llm.probe import check_models
+from bot.lifecycle import StoppedError, StopRequest, stop_on_signals, unless_stopped
 from bot.logging_setup import configure_logging
-from bot.memory.clock import FakeClock
 from bot.settings import ConfigError, Settings, load_settings
-from db.deletion import rows_in_words
-from db.engine import create_engine
-from db.migrate import upgrade
+
+if TYPE_CHECKING:
+    from bot.importer import ImportProgress
 
 log = logging.getLogger(__name__)
+PORTAL = "https://discord.com/developers/applications"
 
 
 def _settings() -> Settings:
@@ -38,19 +38,44 @@ def _settings() -> Settings:
         settings = load_settings()
     except ConfigError as exc:
         click.echo(str(exc), err=True)
-        sys.exit(2)
+        raise click.exceptions.Exit(2) from None
     configure_logging(settings.log_level)
     return settings
 
 
 def async_command(func: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[..., Any]:
-    """Let a click command be an async function."""
+    """Let a click command be an async function that stops cleanly on SIGINT / SIGTERM.
+
+    A command with a `stop` parameter gets the stop request and ends itself (the long-running ones stop taking
+    input, then drain as on any exit). Any other command is cancelled: its `async with` blocks still close what
+    they opened, and closing memory drains the ingest queue (into a spill file if storage cannot take it).
+    """
+    handles_stop = "stop" in inspect.signature(func).parameters
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return asyncio.run(func(*args, **kwargs))
+        return asyncio.run(_stoppable(func, args, kwargs, handles_stop=handles_stop))
 
     return wrapper
+
+
+async def _stoppable(
+    func: Callable[..., Coroutine[Any, Any, Any]], args: Any, kwargs: Any, *, handles_stop: bool
+) -> Any:
+    stop = StopRequest()
+    stop_on_signals(stop)
+    if handles_stop:
+        return await func(*args, stop=stop, **kwargs)
+    try:
+        return await unless_stopped(func(*args, **kwargs), stop)
+    except StoppedError:
+        _stopped_exit(stop, "Stopped before finishing.")
+
+
+def _stopped_exit(stop: StopRequest, sentence: str) -> NoReturn:
+    """Say what a stop left undone, and exit as a process ended by that signal does (128 + its number)."""
+    click.echo(sentence, err=True)
+    raise click.exceptions.Exit(128 + (stop.received or signal.SIGTERM))
 
 
 @click.group()
@@ -59,9 +84,17 @@ def main() -> None:
 
 
 async def _migrate(settings: Settings) -> None:
+    from db.engine import create_engine
+    from db.migrate import upgrade
+
     engine = create_engine(settings.database_url)
     try:
         await upgrade(engine)
+    except (OSError, DBAPIError) as exc:  # unreachable, refused, no such database: say which, not a traceback
+        reason = str(exc.orig if isinstance(exc, DBAPIError) else exc).strip().splitlines()[0].rstrip(".")
+        where = make_url(settings.database_url).render_as_string(hide_password=True)
+        click.echo(f"The database in DATABASE_URL ({where}) cannot be opened: {reason}.", err=True)
+        raise click.exceptions.Exit(1) from None
     finally:
         await engine.dispose()
 
@@ -90,11 +123,13 @@ def _utc(at: datetime | None) -> datetime | None:
 @main.command()
 @AT_OPTION
 @async_command
-async def console(at: datetime | None) -> None:
+async def console(at: datetime | None, stop: StopRequest) -> None:
     """Chat with the bot in a simulated guild in this terminal (or from a pipe), its clock starting --at."""
     settings = _settings()
+    from bot.console import run_console
+
     await _migrate(settings)
-    await run_console(settings, start=_utc(at))
+    await run_console(settings, start=_utc(at), stop=stop)
 
 
 @main.command()
@@ -105,6 +140,9 @@ async def console(at: datetime | None) -> None:
 async def context(guild_id: int, user_id: int, at: datetime | None) -> None:
     """Print exactly what memory would inject for a member (at a given time)."""
     settings = _settings()
+    from bot.app import open_app
+    from bot.memory.clock import FakeClock
+
     await _migrate(settings)
     when = _utc(at)
     clock = FakeClock(when) if when else None
@@ -136,6 +174,10 @@ async def context(guild_id: int, user_id: int, at: datetime | None) -> None:
 async def recall(guild_id: int, channel_id: int | None, asker: int, at: datetime | None, question: str) -> None:
     """Print exactly what the model would receive to answer a question about the past."""
     settings = _settings()
+    from bot.app import open_app
+    from bot.conversation import Request
+    from bot.memory.clock import FakeClock
+
     await _migrate(settings)
     when = _utc(at)
     async with open_app(settings, clock=FakeClock(when) if when else None) as app:
@@ -156,12 +198,16 @@ async def recall(guild_id: int, channel_id: int | None, asker: int, at: datetime
 async def embed() -> None:
     """Embed every stored message that has no vector yet (what the bot otherwise does in the background)."""
     settings = _settings()
+    from tqdm import tqdm
+
+    from bot.app import open_app
+
     await _migrate(settings)
     async with open_app(settings) as app:
         total = await app.memory.unembedded_count()
         if app.memory.embedding is None:
             click.echo("No embedding model is configured (EMBEDDING_MODEL); recall uses words only.", err=True)
-            sys.exit(1)
+            raise click.exceptions.Exit(1)
         with tqdm(total=total, unit="msg", disable=not sys.stderr.isatty()) as bar:
             app.memory.embedding.start()
             done = 0
@@ -177,35 +223,62 @@ async def embed() -> None:
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--private", is_flag=True, help="The exported channels are ones @everyone cannot read.")
 @async_command
-async def import_(files: tuple[Path, ...], private: bool) -> None:
+async def import_(files: tuple[Path, ...], private: bool, stop: StopRequest) -> None:
     """Import DiscordChatExporter JSON exports (idempotent; a bad file is reported and stores nothing).
 
     Private threads stay private; direct-message exports are refused. Exports do not say whether a channel is
-    private: pass --private for channels @everyone cannot read.
+    private: pass --private for channels @everyone cannot read. Stopped (Ctrl-C, SIGTERM), it stores what it
+    had read and says how far it got; running the same command again finishes the job.
     """
     settings = _settings()
+    from bot.app import open_app
+    from bot.importer import ImportFileError, ImportProgress, import_file
+
     await _migrate(settings)
     failed = 0
+    stopped: ImportProgress | None = None
     async with open_app(settings) as app:
         for path in files:
+            tracking = ImportProgress(path)
             try:
-                result = await import_file(
-                    app.memory,
-                    path,
-                    include_bots=settings.ingest_other_bots,
-                    progress=sys.stderr.isatty(),
-                    bot_name=settings.bot_name,
-                    private=private,
+                result = await unless_stopped(
+                    import_file(
+                        app.memory,
+                        path,
+                        include_bots=settings.ingest_other_bots,
+                        progress=sys.stderr.isatty(),
+                        bot_name=settings.bot_name,
+                        private=private,
+                        tracking=tracking,
+                    ),
+                    stop,
                 )
             except ImportFileError as exc:
                 failed += 1
                 click.echo(f"Not imported: {exc}", err=True)
                 continue
+            except StoppedError:
+                stopped = tracking
+                break
             extra = f", {result.skipped_bots} from bots skipped" if result.skipped_bots else ""
             extra += f", {result.skipped_notices} system notices skipped" if result.skipped_notices else ""
             click.echo(f"{path}: {result.messages:,} messages from #{result.channel} ({result.guild}){extra}")
+    # Said after memory is closed: what was read is stored by then (or in a spill file, which the log names).
+    if stopped is not None:
+        left = len(files) - files.index(stopped.path) - 1
+        later = f" ({left} later file{'s' if left != 1 else ''} not started)" if left else ""
+        how_far = (
+            f"after {stopped.done:,} of {stopped.total:,} messages of {stopped.path.name}"
+            if stopped.total
+            else f"before reading {stopped.path.name}"
+        )
+        _stopped_exit(
+            stop,
+            f"Import stopped {how_far}{later}; run the same command again to finish (messages already stored are "
+            "not duplicated).",
+        )
     if failed:
-        sys.exit(1)
+        raise click.exceptions.Exit(1)
 
 
 @main.command()
@@ -214,6 +287,8 @@ async def import_(files: tuple[Path, ...], private: bool) -> None:
 async def stats(guild_id: int) -> None:
     """What is stored for a guild, and what the model cost in the last 24 hours."""
     settings = _settings()
+    from bot.app import open_app
+
     await _migrate(settings)
     async with open_app(settings) as app:
         figures = await app.memory.stats(guild_id)
@@ -228,17 +303,25 @@ async def stats(guild_id: int) -> None:
 @click.option("--before", type=click.DateTime(formats=["%Y-%m-%d"]), help="Delete messages before this UTC date.")
 @click.option("--all", "everything", is_flag=True, help="Delete everything kept about the guild.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-@async_command
-async def purge(
+def purge(
     *, guild_id: int, user_id: int | None, channel_id: int | None, before: datetime | None, everything: bool, yes: bool
 ) -> None:
     """Delete data for real: from every table and cache (summaries built on it included)."""
     chosen = [x for x in (user_id, channel_id, before, everything or None) if x is not None]
     if len(chosen) != 1:
         raise click.UsageError("choose exactly one of --user, --channel, --before, --all")
+    # Asked before the event loop starts: Ctrl-C at this prompt simply aborts, nothing has begun.
     if not yes:
         click.confirm(f"Really delete this from guild {guild_id}? This cannot be undone", abort=True)
+    _purge(guild_id=guild_id, user_id=user_id, channel_id=channel_id, before=before)
+
+
+@async_command
+async def _purge(*, guild_id: int, user_id: int | None, channel_id: int | None, before: datetime | None) -> None:
     settings = _settings()
+    from bot.app import open_app
+    from db.deletion import rows_in_words
+
     await _migrate(settings)
     async with open_app(settings) as app:
         memory = app.memory
@@ -260,12 +343,11 @@ async def purge(
 async def export(guild_id: int, user_id: int) -> None:
     """Print a member's facts, revisions and summaries as Markdown."""
     settings = _settings()
+    from bot.app import open_app
+
     await _migrate(settings)
     async with open_app(settings) as app:
         click.echo(await app.memory.export(guild_id, user_id), nl=False)
-
-
-PORTAL = "https://discord.com/developers/applications"
 
 
 def _fail(sentence: str, exc: BaseException | None = None) -> NoReturn:
@@ -273,12 +355,15 @@ def _fail(sentence: str, exc: BaseException | None = None) -> NoReturn:
     if exc is not None:
         log.debug("start-up failed", exc_info=exc)
     click.echo(sentence, err=True)
-    sys.exit(1)
+    raise click.exceptions.Exit(1)
 
 
 @contextlib.contextmanager
 def _discord_start_up(settings: Settings) -> Iterator[None]:
     """What Discord answers at start-up, as one sentence naming the setting or switch that fixes it."""
+    import aiohttp
+    import discord
+
     try:
         yield
     except discord.LoginFailure as exc:
@@ -316,9 +401,13 @@ def _token(settings: Settings, command: str) -> str:
 
 @main.command()
 @async_command
-async def run() -> None:
+async def run(stop: StopRequest) -> None:
     """Run the bot (migrates the database first; syncs slash commands when they changed)."""
     settings = _settings()
+    from bot.app import run_discord
+    from bot.console import run_console
+    from bot.llm.probe import check_models
+
     await _migrate(settings)
     try:
         await check_models(settings)  # a refused key stops here; a retired model id or no network warns
@@ -326,10 +415,10 @@ async def run() -> None:
         _fail(str(exc), exc)
     if settings.discord_token is None:
         click.echo("No DISCORD_TOKEN is set: starting the console instead (see .env.example to connect).", err=True)
-        await run_console(settings)
+        await run_console(settings, stop=stop)
         return
     with _discord_start_up(settings):
-        await run_discord(settings)
+        await run_discord(settings, stop=stop)
 
 
 @main.command()
@@ -337,6 +426,9 @@ async def run() -> None:
 async def sync() -> None:
     """Send the slash commands to Discord now (`run` sends them only when they changed)."""
     settings = _settings()
+    from bot.app import open_app
+    from bot.discord_bot import ElefantBot
+
     token = _token(settings, "sync")
     await _migrate(settings)
     with _discord_start_up(settings):
@@ -354,6 +446,8 @@ async def sync() -> None:
 def invite(client_id: int | None) -> None:
     """Print the link that adds the bot to a server, with the scopes and permissions it needs."""
     settings = _settings()
+    from bot.discord_bot import PERMISSIONS, SCOPES, application_id_from_token, invite_url
+
     if client_id is None and settings.discord_token is not None:
         client_id = application_id_from_token(settings.discord_token.get_secret_value())
     if client_id is None:

@@ -6,18 +6,24 @@ Reads commands from a terminal (with a prompt) or from a pipe (plain output, for
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
+import os
 import random
 import re
 import sys
+import termios
+import threading
 import zlib
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TextIO
+from typing import Any, TextIO, TypeVar
 
 from bot.app import App, open_app
 from bot.conversation import Request, address, is_command
+from bot.lifecycle import StoppedError, unless_stopped
 from bot.memory.clock import Clock, FakeClock
 from bot.memory.types import IncomingMessage, Kind
 from bot.responder import Answer
@@ -26,6 +32,7 @@ from bot.settings import Settings
 GUILD = (1 << 60) + 4242
 CHANNEL = (1 << 60) + 4343
 BOT_ID = (1 << 60) + 1
+T = TypeVar("T")
 HELP = """\
 Type a message to say it as the current speaker. Talk to the bot by starting with its name
 ("{bot}, remember that I like tea") or by mentioning @{bot_lower}.
@@ -181,11 +188,22 @@ class Console:
 
 
 async def run_console(
-    settings: Settings, *, start: datetime | None = None, stdin: TextIO = sys.stdin, out: TextIO = sys.stdout
+    settings: Settings,
+    *,
+    start: datetime | None = None,
+    stdin: TextIO = sys.stdin,
+    out: TextIO = sys.stdout,
+    stop: asyncio.Event | None = None,
 ) -> None:
-    """The console loop; a prompt and a banner only when a person is typing."""
+    """The console loop; a prompt and a banner only when a person is typing.
+
+    When `stop` is set (SIGINT / SIGTERM) it stops taking input at once, abandoning the line in hand (what that
+    line had already queued stays queued), and memory drains on the way out like the bot's.
+    """
     interactive = stdin.isatty()
     clock = FakeClock(start or Clock().now())
+    stop = stop or asyncio.Event()
+    lines = _Lines(stdin, interactive)
     async with open_app(settings, clock=clock, background=True) as app:
         console = Console(app, settings, clock, out)
         for name in ("alice", "bob"):
@@ -194,21 +212,104 @@ async def run_console(
             mode = "offline provider (no GEMINI_API_KEY)" if app.llm.is_offline else "Gemini"
             console.say(f"Elefant console — a simulated guild, {mode}, database {settings.database_url}.")
             console.say(f"You are alice. Try: {settings.bot_name}, remember that I like green tea   (/help for more)")
+        try:
+            while True:
+                line = await unless_stopped(lines.next(f"{console.speaker}> " if interactive else None), stop)
+                if line is None or not await unless_stopped(console.handle(line), stop):
+                    break
+            await app.memory.flush()
+        except StoppedError:
+            if interactive:
+                console.say("")  # off the prompt line
+        finally:
+            lines.close()
+
+
+class _Lines:
+    """Input lines, read by daemon threads, so that a stop never waits for a line that may never come.
+
+    A pipe or file is read in chunks straight from its descriptor: a daemon thread blocked inside Python's
+    buffered stdin would hold its lock, and the interpreter aborts when it closes stdin at exit.
+    """
+
+    def __init__(self, stdin: TextIO, interactive: bool) -> None:
+        self._stdin = stdin
+        self._interactive = interactive
+        try:
+            self._fd: int | None = stdin.fileno()
+        except (AttributeError, OSError, ValueError):  # a StringIO in tests: reading it never blocks
+            self._fd = None
+        self._encoding = getattr(stdin, "encoding", None) or "utf-8"
+        self._ready: deque[str] = deque()
+        self._rest = b""
+        self._ended = False
+        self._terminal = _terminal_state(self._fd) if interactive else None
+
+    async def next(self, prompt: str | None) -> str | None:
+        """The next line (without its end), or None at the end of input."""
+        if self._interactive:
+            return await self._in_thread(_prompted_line, prompt or "")
+        if self._fd is None:
+            return self._stdin.readline() or None
+        while not self._ready and not self._ended:
+            chunk = await self._in_thread(os.read, self._fd, 1 << 16)
+            self._split(chunk)
+        return self._ready.popleft() if self._ready else None
+
+    def close(self) -> None:
+        """Give the terminal back as it was (a prompt abandoned mid-line leaves it in line-editing mode)."""
+        if self._terminal is not None:
+            with contextlib.suppress(termios.error):
+                termios.tcsetattr(self._fd, termios.TCSADRAIN, self._terminal)  # type: ignore[arg-type]
+
+    def _split(self, chunk: bytes) -> None:
+        if not chunk:
+            self._ended = True
+            if self._rest:
+                self._ready.append(self._rest.decode(self._encoding, "replace"))
+            return
+        *complete, self._rest = (self._rest + chunk).split(b"\n")
+        self._ready.extend(line.decode(self._encoding, "replace") for line in complete)
+
+    async def _in_thread(self, read: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
-        while True:
-            line = await loop.run_in_executor(None, _read_line, stdin, f"{console.speaker}> " if interactive else None)
-            if line is None or not await console.handle(line):
-                break
-        await app.memory.flush()
+        future: asyncio.Future[T] = loop.create_future()
+
+        def run() -> None:
+            try:
+                result, exc = read(*args), None
+            except BaseException as error:  # noqa: BLE001 - handed to the awaiting coroutine
+                result, exc = None, error
+            with contextlib.suppress(RuntimeError):  # the loop is gone: a stop abandoned this read
+                loop.call_soon_threadsafe(_settle, future, result, exc)
+
+        threading.Thread(target=run, name="elefant-console-input", daemon=True).start()
+        return await future
 
 
-def _read_line(stdin: TextIO, prompt: str | None) -> str | None:
-    """One line of input: with line editing and a prompt at a terminal, plain from a pipe; None at the end."""
-    if prompt is None:
-        return stdin.readline() or None
+def _settle(future: asyncio.Future[T], result: T | None, exc: BaseException | None) -> None:
+    if future.done():  # abandoned by a stop
+        return
+    if exc is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(result)  # type: ignore[arg-type]
+
+
+def _prompted_line(prompt: str) -> str | None:
+    """One line typed at a terminal, with line editing and history; None at the end (Ctrl-D)."""
     try:
         import readline  # noqa: F401 - importing it gives input() history and line editing
 
         return input(prompt)
     except EOFError:
+        return None
+
+
+def _terminal_state(fd: int | None) -> list[Any] | None:
+    if fd is None:
+        return None
+    try:
+        return termios.tcgetattr(fd)
+    except termios.error:
         return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from dataclasses import dataclass
@@ -121,6 +122,18 @@ class ImportFileError(Exception):
     """A file could not be imported; the message names the file and the problem."""
 
 
+@dataclass(slots=True)
+class ImportProgress:
+    """How far an import of one file got: messages handled (queued for storage or skipped) of its total.
+
+    Kept up to date while the import runs, so whoever stops it can say how far it got.
+    """
+
+    path: Path
+    done: int = 0
+    total: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class ImportResult:
     """What one file contributed."""
@@ -172,14 +185,20 @@ async def import_file(
     progress: bool,
     bot_name: str = "Elefant",
     private: bool = False,
+    tracking: ImportProgress | None = None,
 ) -> ImportResult:
     """Store every message people wrote in one export (a second import of the same file adds nothing).
 
     A private thread stays private (only visible inside itself), a thread inherits its parent channel's scope,
-    and `private` marks the exported channel as one @everyone cannot read (exports do not say).
+    and `private` marks the exported channel as one @everyone cannot read (exports do not say). The import
+    waits for storage when the queue is full (it must not outrun the database), and may be cancelled at any
+    message: what was queued before is stored on close, and `tracking` says how far it got.
     """
     export = read_export(path)
     _refuse_direct(path, export)
+    tracking = tracking or ImportProgress(path)
+    tracking.total = len(export.messages)
+    log.info("importing %s: %d messages", path.name, tracking.total)
     guild_id, channel = export.guild.id, export.channel
     thread = channel.type in THREADS
     is_private = private or channel.type == PRIVATE_THREAD
@@ -191,31 +210,37 @@ async def import_file(
         channel_type=channel.type,
     )
     skipped = notices = 0
-    for m in tqdm(export.messages, desc=path.name, unit="msg", disable=not progress, leave=False):
-        if m.author.is_bot and not include_bots:
-            skipped += 1
-            continue
-        text = m.speech()
-        if not text:
-            notices += 1
-            continue
-        addressed = address(m.content, bot_user_id=0, bot_name=bot_name, replied_to_bot=False)
-        await memory.ingest_message(
-            IncomingMessage(
-                guild_id=guild_id,
-                channel_id=channel.id,
-                message_id=m.id,
-                author_id=m.author.id,
-                author_name=m.author.nickname or m.author.name,
-                author_username=m.author.name,
-                content=text,
-                created_at=m.timestamp,
-                edited_at=m.timestamp_edited,
-                reply_to_id=m.reference.message_id if m.reference and m.reference.type != "Forward" else None,
-                mentioned_user_ids=tuple(x.id for x in m.mentions),
-                kind=Kind.COMMAND if addressed is not None and is_command(addressed) else Kind.SPEECH,
+    with tqdm(export.messages, desc=path.name, unit="msg", disable=not progress, leave=False) as bar:
+        for index, m in enumerate(bar):
+            tracking.done = index  # every earlier message is queued or skipped; a cancel lands on this one's awaits
+            if index % 1000 == 0:
+                await asyncio.sleep(0)  # a long file must not hold the loop: the writer and a stop get their turn
+            if m.author.is_bot and not include_bots:
+                skipped += 1
+                continue
+            text = m.speech()
+            if not text:
+                notices += 1
+                continue
+            addressed = address(m.content, bot_user_id=0, bot_name=bot_name, replied_to_bot=False)
+            await memory.ingest_message(
+                IncomingMessage(
+                    guild_id=guild_id,
+                    channel_id=channel.id,
+                    message_id=m.id,
+                    author_id=m.author.id,
+                    author_name=m.author.nickname or m.author.name,
+                    author_username=m.author.name,
+                    content=text,
+                    created_at=m.timestamp,
+                    edited_at=m.timestamp_edited,
+                    reply_to_id=m.reference.message_id if m.reference and m.reference.type != "Forward" else None,
+                    mentioned_user_ids=tuple(x.id for x in m.mentions),
+                    kind=Kind.COMMAND if addressed is not None and is_command(addressed) else Kind.SPEECH,
+                ),
+                wait=True,  # an import must not outrun storage: it waits for room instead of spilling to disk
             )
-        )
+    tracking.done = tracking.total
     await memory.flush()
     stored = len(export.messages) - skipped - notices
     return ImportResult(path, export.guild.name, channel.name, stored, skipped, notices, guild_id, is_private)

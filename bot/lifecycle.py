@@ -6,11 +6,22 @@ import asyncio
 import functools
 import logging
 import signal
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
 _background: dict[asyncio.Future[Any], str] = {}
+T = TypeVar("T")
+
+
+class StopRequest(asyncio.Event):
+    """Set when the process is asked to stop; `received` is the signal that asked first (None: asked by code)."""
+
+    received: signal.Signals | None = None
+
+
+class StoppedError(Exception):
+    """Work was cancelled because the process was asked to stop."""
 
 
 def stop_on_signals(stop: asyncio.Event) -> Callable[[], None]:
@@ -51,7 +62,36 @@ def _from_signal_module(loop: asyncio.AbstractEventLoop, stop: asyncio.Event, si
 
 def _request_stop(stop: asyncio.Event, sig: signal.Signals) -> None:
     log.info("received %s, shutting down after draining", sig.name)
+    if isinstance(stop, StopRequest) and stop.received is None:
+        stop.received = sig
     stop.set()
+
+
+async def unless_stopped(work: Awaitable[T], stop: asyncio.Event) -> T:
+    """Await `work`; if `stop` is set first, cancel it, let it unwind, and raise StoppedError.
+
+    Cancelling lands on one of the work's awaits, so whatever it finished before that point stays done and
+    its `finally` / `async with` blocks still run.
+    """
+    task = asyncio.ensure_future(work)
+    if stop.is_set():
+        task.cancel()
+    else:
+        waiter = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            waiter.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+    try:
+        return await task  # it may still finish: then its result stands
+    except asyncio.CancelledError:
+        raise StoppedError from None
 
 
 def spawn(coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:

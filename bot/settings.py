@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import zoneinfo
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -31,10 +33,13 @@ class ConfigError(Exception):
 class Settings(BaseSettings):
     """Every knob of the bot; documented one by one in `.env.example`."""
 
-    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", env_ignore_empty=True)
+    # No infinities or NaN anywhere: `inf` parses as a float and then breaks a timer or a timedelta much later.
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", env_ignore_empty=True, allow_inf_nan=False
+    )
 
     discord_token: SecretStr | None = None
-    dev_guild_id: int | None = None
+    dev_guild_id: int | None = Field(default=None, gt=0)
     bot_name: str = "Elefant"
     ingest_other_bots: bool = False
     reply_deadline_seconds: float = Field(default=10.0, gt=0, le=600)
@@ -49,34 +54,35 @@ class Settings(BaseSettings):
     gemini_base_url: str | None = None
     model_batch: str = "gemini-3.5-flash-lite"
     model_fast: str = "gemma-4-26b-a4b-it"
-    llm_timeout_seconds: float = Field(default=30.0, gt=0)
+    llm_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
     llm_max_attempts: int = Field(default=4, ge=1, le=10)
-    llm_max_concurrency: int = Field(default=4, ge=1)
-    llm_batch_requests_per_minute: int = Field(default=10, ge=1)
-    llm_batch_tokens_per_minute: int = Field(default=250_000, ge=0)  # 0: not limited here
-    llm_fast_requests_per_minute: int = Field(default=30, ge=1)
-    llm_fast_tokens_per_minute: int = Field(default=15_000, ge=0)
-    llm_breaker_failures: int = Field(default=5, ge=1)
-    llm_breaker_cooldown_seconds: float = Field(default=60.0, gt=0)
+    llm_max_concurrency: int = Field(default=4, ge=1, le=1000)
+    llm_batch_requests_per_minute: int = Field(default=10, ge=1, le=1_000_000)
+    llm_batch_tokens_per_minute: int = Field(default=250_000, ge=0, le=1_000_000_000)  # 0: not limited here
+    llm_fast_requests_per_minute: int = Field(default=30, ge=1, le=1_000_000)
+    llm_fast_tokens_per_minute: int = Field(default=15_000, ge=0, le=1_000_000_000)
+    llm_breaker_failures: int = Field(default=5, ge=1, le=10_000)
+    llm_breaker_cooldown_seconds: float = Field(default=60.0, gt=0, le=86_400)
 
     default_timezone: str = "UTC"
-    retention_days: int = Field(default=0, ge=0)
-    facts_max_chars: int = Field(default=1500, ge=100)
+    retention_days: int = Field(default=0, ge=0, le=36_500)
+    facts_max_chars: int = Field(default=1500, ge=100, le=1_000_000)
     facts_policy: Literal["anyone", "self_and_admins"] = "anyone"
-    context_token_budget: int = Field(default=2000, ge=200)
-    memory_wait_seconds: float = Field(default=1.0, ge=0)
-    chat_window_tokens: int = Field(default=1500, ge=100)
+    context_token_budget: int = Field(default=2000, ge=200, le=2_000_000)
+    memory_wait_seconds: float = Field(default=1.0, ge=0, le=3600)
+    chat_window_tokens: int = Field(default=1500, ge=100, le=2_000_000)
     history_mode: Literal["summary", "daily"] = "summary"
-    daily_input_tokens: int = Field(default=200_000, ge=1000)
-    recall_half_life_days: float = Field(default=180.0, ge=0)
-    recall_token_budget: int = Field(default=2000, ge=200)
+    daily_input_tokens: int = Field(default=200_000, ge=1000, le=100_000_000)
+    recall_half_life_days: float = Field(default=180.0, ge=0, le=36_500)
+    recall_token_budget: int = Field(default=2000, ge=200, le=1_000_000)
     embedding_model: str | None = "local"
     embedding_dimensions: int = Field(default=256, ge=128, le=3072)  # what the Gemini API accepts
-    embedding_requests_per_minute: int = Field(default=100, ge=1)
+    embedding_requests_per_minute: int = Field(default=100, ge=1, le=1_000_000)
 
-    ingest_batch_rows: int = Field(default=1000, ge=1)
-    ingest_flush_ms: int = Field(default=500, ge=1)
-    ingest_queue_max: int = Field(default=20000, ge=1)
+    ingest_batch_rows: int = Field(default=1000, ge=1, le=100_000)
+    ingest_flush_ms: int = Field(default=500, ge=1, le=60_000)
+    ingest_queue_max: int = Field(default=20000, ge=1, le=10_000_000)
+    ingest_shutdown_seconds: float = Field(default=5.0, ge=0, le=3600)
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
@@ -90,6 +96,8 @@ class Settings(BaseSettings):
         driver = _ASYNC_DRIVERS.get(url.drivername)
         if driver is None:
             raise ValueError(f"unsupported database {url.drivername!r}; use sqlite:/// or postgresql://")
+        if driver.startswith("sqlite"):
+            _usable_sqlite_file(url.database, url.query)
         return url.set(drivername=driver).render_as_string(hide_password=False)
 
     @field_validator("default_timezone")
@@ -137,6 +145,31 @@ class Settings(BaseSettings):
     @classmethod
     def _upper(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
+
+
+def _usable_sqlite_file(database: str | None, query: Mapping[str, Any]) -> None:
+    """Refuse SQLite databases the bot cannot open as a file it can create or write."""
+    if not database or database == ":memory:" or database.startswith("file::memory:") or query.get("mode") == "memory":
+        raise ValueError(
+            "an in-memory SQLite database cannot be used (the ingest writer opens a second connection, which "
+            "would see a different, empty database); give a file, e.g. sqlite:///data/elefant.db"
+        )
+    path = Path(database).expanduser()
+    if path.is_dir():
+        raise ValueError(
+            f"{str(path)!r} is a directory; give a database file inside it, e.g. {str(path / 'elefant.db')!r}"
+        )
+    if path.exists():
+        if not os.access(path, os.R_OK | os.W_OK):
+            raise ValueError(f"{str(path)!r} cannot be read and written by this user")
+        return
+    for parent in path.absolute().parents:  # the nearest existing ancestor must be a directory we may write in
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"{str(path)!r} cannot be created: {str(parent)!r} is a file, not a directory")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise ValueError(f"{str(path)!r} cannot be created: this user may not write in {str(parent)!r}")
+            return
 
 
 def load_settings(**overrides: object) -> Settings:

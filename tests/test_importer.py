@@ -81,3 +81,10 @@ async def test_a_file_bad_at_the_end_stores_nothing(memory, tmp_path):
     with pytest.raises(ImportFileError, match="timestamp"):
         await import_file(memory, path, include_bots=False, progress=False)
     assert await count(memory) == 0
+
+
+async def test_an_export_saved_with_a_utf8_bom_is_imported(memory, tmp_path):
+    path = write_export(tmp_path / "general.json", 20)
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # as Windows tools save "UTF-8"
+    assert (await import_file(memory, path, include_bots=False, progress=False)).messages == 18
+    assert await count(memory) == 18

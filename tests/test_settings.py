@@ -1,10 +1,17 @@
-"""Settings: defaults, .env, and one clear sentence per wrong value."""
+"""Settings: defaults, .env, and one clear sentence per wrong value (also through the real `python -m bot`)."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from bot.settings import DEFAULT_DATABASE_URL, ConfigError, load_settings
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
@@ -59,3 +66,55 @@ def test_a_wrong_value_stops_with_one_sentence_naming_the_setting(monkeypatch, n
     text = str(err.value)
     assert text.startswith(f"Setting {name} is invalid:") and words in text
     assert "\n" not in text
+
+
+def _start(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """`python -m bot run` as people start it, with nothing on stdin (the console would end at once)."""
+    base = {k: v for k, v in os.environ.items() if k not in {"DISCORD_TOKEN", "GEMINI_API_KEY", "DATABASE_URL"}}
+    return subprocess.run(
+        [sys.executable, "-m", "bot", "run"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**base, "DATABASE_URL": f"sqlite:///{tmp_path}/ok.db", **env, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "words"),
+    [
+        ("LLM_TIMEOUT_SECONDS", "inf", "finite"),
+        ("LLM_TIMEOUT_SECONDS", "nan", "finite"),
+        ("LLM_TIMEOUT_SECONDS", "1e308", "less than or equal to 600"),
+        ("MEMORY_WAIT_SECONDS", "-inf", "finite"),
+        ("LLM_BREAKER_COOLDOWN_SECONDS", "-5", "greater than 0"),
+        ("RETENTION_DAYS", "999999999999", "less than or equal to 36500"),
+        ("INGEST_SHUTDOWN_SECONDS", "inf", "finite"),
+        ("DATABASE_URL", "sqlite:///:memory:", "in-memory SQLite database cannot be used"),
+        ("DATABASE_URL", "sqlite://", "in-memory SQLite database cannot be used"),
+        ("DATABASE_URL", "sqlite:///{file}/x.db", "is a file, not a directory"),
+        ("DATABASE_URL", "sqlite:///{dir}", "is a directory"),
+    ],
+)
+def test_a_value_that_cannot_work_is_refused_at_start_in_one_line(tmp_path, name, value, words):
+    regular = tmp_path / "a-file"
+    regular.write_text("not a directory")
+    result = _start(tmp_path, **{name: value.format(file=regular, dir=tmp_path)})
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"Setting {name} is invalid:") and words in lines[0]
+    assert not (tmp_path / "ok.db").exists()  # refused before anything was opened
+
+
+def test_a_database_that_cannot_be_reached_is_one_line_too(tmp_path):
+    result = _start(tmp_path, DATABASE_URL="postgresql://elefant:secret@127.0.0.1:1/elefant")
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("The database in DATABASE_URL (postgresql+asyncpg://elefant:***@127.0.0.1:1/elefant)")
+    assert "secret" not in result.stderr

@@ -1,24 +1,31 @@
-"""Write-behind ingestion: a bounded queue drained in batches, retried on failure, drained on shutdown."""
+"""Write-behind ingestion: a bounded queue drained in batches, retried on failure, drained on shutdown.
+
+What a full queue means is the producer's choice. By default `put` never waits: what does not fit overflows
+to a spill file on disk (bot/memory/spill.py) and is read back, in order, as storage catches up — the Discord
+listener and the console must keep replying while storage is slow or down. `put(..., wait=True)` waits for
+room instead (back-pressure), for the importer and the benchmarks, which should not outrun storage.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import json
+import contextlib
 import logging
-import time
 from collections import deque
-from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass
-from datetime import datetime
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_exponential_jitter
 
+from bot.memory.spill import Mark, Overflow, database_identity
 from bot.memory.types import IngestOp
 from db.messages import DeadLetter, Touched, batch_writer_for, is_refusal
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass
@@ -29,14 +36,20 @@ class IngestStats:
     written: int = 0
     batches: int = 0
     failed_attempts: int = 0
-    spilled: int = 0
+    overflowed: int = 0  # accepted while the queue was full: kept on disk until storage caught up
+    recovered: int = 0  # left in spill files by an earlier process on this database, replayed at start
+    spilled: int = 0  # not stored before a stop: kept in a spill file for the next start
     dead_letters: int = 0
+
+
+class _GaveUpError(Exception):
+    """The stop's time for storage ran out while a write was still waiting for it."""
 
 
 class WriteBehindQueue:
     """Accepts operations without touching the database; a single worker writes them in batches.
 
-    A deque with a low-water mark instead of asyncio.Queue: a producer blocked on a full queue is woken
+    A deque with a low-water mark instead of asyncio.Queue: a producer waiting on a full queue is woken
     once per freed half-queue, not once per item, which keeps the event loop quiet while the writer
     thread works (+~15 % throughput in bench/ingest.py).
     """
@@ -48,23 +61,31 @@ class WriteBehindQueue:
         batch_rows: int = 1000,
         flush_ms: int = 500,
         max_queue: int = 20000,
-        shutdown_retry_seconds: float = 30.0,
+        shutdown_retry_seconds: float = 5.0,
         spill_dir: Path | None = None,
         on_written: Callable[[list[Touched]], Awaitable[None]] | None = None,
+        before_write: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._writer = batch_writer_for(engine)
         self._on_written = on_written  # told what edits and deletes changed, after they are committed
+        self._before_write = before_write  # writes what the batch depends on (channel rules); may raise: retried
         self._batch_rows = batch_rows
         self._flush_seconds = flush_ms / 1000
         self._max_queue = max_queue
         self._low_water = max_queue // 2
-        self._items: deque[IngestOp | DeadLetter | asyncio.Future[None]] = deque()
+        self._items: deque[IngestOp | DeadLetter | Mark] = deque()
         self._markers = 0
+        url = engine.url
+        sqlite_path = url.database if url.get_backend_name() == "sqlite" else None
+        self._overflow = Overflow(
+            spill_dir or Path("data"), database_identity(url.render_as_string(hide_password=True), sqlite_path)
+        )
+        self._overflowing = 0  # operations kept on disk in the current episode (0: none running)
         self._space = asyncio.Event()
         self._space.set()
         self._arrived = asyncio.Event()
         self._shutdown_retry_seconds = shutdown_retry_seconds
-        self._spill_dir = spill_dir
+        self._give_up = asyncio.Event()  # set once a stop has waited long enough for storage
         self._closing = False
         self._closed = False
         self._worker: asyncio.Task[None] | None = None
@@ -72,58 +93,103 @@ class WriteBehindQueue:
 
     @property
     def pending(self) -> int:
-        """Operations accepted but not yet handed to the writer."""
-        return len(self._items) - self._markers
+        """Operations accepted but not yet handed to the writer (in memory or on disk)."""
+        return len(self._items) - self._markers + len(self._overflow)
 
     def start(self) -> None:
-        """Start the worker task; idempotent."""
-        if self._worker is None:
-            self._worker = asyncio.create_task(self._run(), name="elefant-ingest")
+        """Start the worker task, first in line what earlier processes left in spill files; idempotent."""
+        if self._worker is not None:
+            return
+        recovered = self._overflow.adopt_leftovers()
+        if recovered:
+            self.stats.recovered = self._overflowing = recovered
+            log.warning("storing %d operations an earlier stop kept in spill files, before anything new", recovered)
+        self._worker = asyncio.create_task(self._run(), name="elefant-ingest")
 
     def offer(self, op: IngestOp | DeadLetter) -> bool:
-        """Accept `op` if there is room, without awaiting; False when the caller must `put` (and wait)."""
+        """Accept `op` into memory if there is room there, without awaiting; False when the caller must `put`."""
         if self._closing:
             raise RuntimeError("ingestion is closed")
-        if len(self._items) >= self._max_queue:
+        if self._overflow or len(self._items) >= self._max_queue:  # full, or in line behind what is on disk
             return False
         if self._worker is None:
             self.start()
+            if self._overflow:
+                return False
         self._items.append(op)
         self.stats.accepted += 1
         self._arrived.set()
         return True
 
-    async def put(self, op: IngestOp | DeadLetter) -> None:
-        """Accept one operation; waits only when the queue is full (back-pressure, never a drop)."""
-        while not self.offer(op):
-            self._space.clear()
-            await self._space.wait()
+    async def put(self, op: IngestOp | DeadLetter, *, wait: bool = False) -> None:
+        """Accept one operation, never dropping it.
+
+        When the queue is full the operation is kept on disk, without waiting; with `wait=True` the caller
+        waits for room instead (back-pressure).
+        """
+        if self.offer(op):
+            return
+        if wait:
+            while not self.offer(op):
+                self._space.clear()
+                await self._space.wait()
+            return
+        if not self._overflowing:
+            log.warning(
+                "ingestion is %d operations behind storage; new ones are kept on disk under %s until it catches up",
+                len(self._items),
+                self._overflow.directory,
+            )
+        self._overflow.append(op)
+        self._overflowing += 1
+        self.stats.accepted += 1
+        self.stats.overflowed += 1
+        self._arrived.set()
 
     async def flush(self) -> None:
         """Return once everything accepted before this call is committed (later arrivals don't delay it)."""
         if self._worker is None or self._worker.done():  # nothing can be pending (never started, or closed)
             return
-        marker: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._items.append(marker)
-        self._markers += 1
+        mark = Mark(done=asyncio.get_running_loop().create_future())
+        if not self._overflow.mark(mark):
+            self._items.append(mark)
+            self._markers += 1
         self._arrived.set()
-        await marker
+        assert mark.done is not None
+        await mark.done
 
     async def close(self) -> None:
-        """Stop accepting, drain what was accepted, and stop the worker."""
+        """Stop accepting and drain; after `shutdown_retry_seconds` without storage, keep the rest in a spill file."""
         if self._closed:
             return
         self._closing = True
-        if self._worker is not None:
-            self._arrived.set()
-            await self._worker
-        await self._writer.close()
-        self._closed = True
+        timer = asyncio.get_running_loop().call_later(self._shutdown_retry_seconds, self._give_up.set)
+        try:
+            if self._worker is not None:
+                self._arrived.set()
+                await self._worker
+                await self._commit([])  # what the hook still has pending (a channel seen without a message)
+        finally:
+            timer.cancel()
+            await self._overflow.close()
+            await self._writer.close()
+            self._closed = True
+        if self.stats.spilled:
+            log.critical(
+                "%s operations accepted before this stop could not be stored (storage unavailable) and are kept "
+                "in %s; they are stored when Elefant next starts on this database",
+                f"{self.stats.spilled:,}",
+                self._overflow.kept_path,
+            )
 
     async def _run(self) -> None:
         in_flight: asyncio.Task[None] | None = None
         while True:
+            if self._overflow and len(self._items) <= self._low_water:
+                await self._refill()
             if not self._items:
+                if self._overflow:
+                    continue
                 if self._closing:
                     break
                 self._arrived.clear()
@@ -138,11 +204,38 @@ class WriteBehindQueue:
         if in_flight is not None:
             await in_flight
 
+    async def _refill(self) -> None:
+        """Take the oldest operations kept on disk back into memory (they are older than anything in memory)."""
+        room = max(1, min(self._max_queue - len(self._items), 4 * self._batch_rows))
+        try:
+            items = await self._overflow.take(room)
+        except OSError:
+            log.exception("reading the ingest overflow back from %s failed; retrying", self._overflow.directory)
+            await asyncio.sleep(1)
+            return
+        self._markers += sum(1 for item in items if isinstance(item, Mark))
+        self._items.extend(items)
+        if not self._overflow and self._overflowing:
+            self._items.append(Mark(then=self._caught_up))
+            self._markers += 1
+        self._open_space()
+
+    def _caught_up(self) -> None:
+        if self._overflow:  # the queue filled up again meanwhile: the episode goes on
+            return
+        if self._overflowing and not self._give_up.is_set():
+            log.warning("storage caught up: the %d operations kept on disk meanwhile are stored", self._overflowing)
+        self._overflowing = 0
+
+    def _open_space(self) -> None:
+        if len(self._items) <= self._low_water and not self._overflow:
+            self._space.set()
+
     async def _gather(self) -> None:
         """Wait until a batch is full, the flush window closes, or someone flushes or closes."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._flush_seconds
-        while len(self._items) < self._batch_rows and not self._markers and not self._closing:
+        while len(self._items) < self._batch_rows and not (self._markers or self._closing or self._overflow):
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return
@@ -152,35 +245,31 @@ class WriteBehindQueue:
             except TimeoutError:
                 return
 
-    def _take(self) -> tuple[list[IngestOp | DeadLetter], list[asyncio.Future[None]]]:
+    def _take(self) -> tuple[list[IngestOp | DeadLetter], list[Mark]]:
         batch: list[IngestOp | DeadLetter] = []
-        markers: list[asyncio.Future[None]] = []
+        markers: list[Mark] = []
         items = self._items
         while items and len(batch) < self._batch_rows:
-            if isinstance(items[0], asyncio.Future):
-                while items and isinstance(items[0], asyncio.Future):
+            if isinstance(items[0], Mark):
+                while items and isinstance(items[0], Mark):
                     markers.append(items.popleft())  # type: ignore[arg-type]
                 break
             batch.append(items.popleft())  # type: ignore[arg-type]
         self._markers -= len(markers)
-        if len(items) <= self._low_water:
-            self._space.set()
+        self._open_space()
         return batch, markers
 
-    async def _write(self, batch: list[IngestOp | DeadLetter], markers: list[asyncio.Future[None]]) -> None:
-        if batch:
+    async def _write(self, batch: list[IngestOp | DeadLetter], markers: list[Mark]) -> None:
+        if batch or self._before_write is not None:  # a flush also waits for what the hook has pending
             await self._commit(batch)
         for marker in markers:
-            if not marker.done():
-                marker.set_result(None)
+            marker.reached()
 
     async def _commit(self, batch: list[IngestOp | DeadLetter]) -> None:
-        started = time.monotonic()
-
-        def give_up(state: RetryCallState) -> bool:
-            # While running we retry forever (the queue applies back-pressure); at shutdown we try for a
-            # bounded time and then spill to a file rather than lose anything.
-            return self._closing and time.monotonic() - started > self._shutdown_retry_seconds
+        if self._give_up.is_set():  # the stop already found storage unavailable: don't wait for it again
+            if batch:
+                await self._keep(batch)
+            return
 
         def report(state: RetryCallState) -> None:
             self.stats.failed_attempts += 1
@@ -192,27 +281,67 @@ class WriteBehindQueue:
                 exc,
             )
 
+        # While running we retry for as long as it takes (new operations overflow to disk meanwhile); a stop
+        # waits `shutdown_retry_seconds` for storage and then keeps the rest in a spill file.
         retrying = AsyncRetrying(
             retry=retry_if_exception(lambda exc: not is_refusal(exc)),  # a refused row is isolated below
             wait=wait_exponential_jitter(initial=0.05, max=5.0),
-            stop=give_up,
+            stop=lambda state: self._give_up.is_set(),
+            sleep=self._pause,
             before_sleep=report,
             reraise=True,
         )
         try:
             async for attempt in retrying:
                 with attempt:
-                    touched = await self._isolating(batch)
+                    touched = await self._unless_given_up(self._attempt(batch))
         except Exception:
-            log.exception("database unavailable at shutdown; spilling %d operations", len(batch))
-            self._spill(batch)
+            if not self._give_up.is_set():
+                log.exception("%d ingested operations could not be written; keeping them in a spill file", len(batch))
+            if batch:
+                await self._keep(batch)
             return
-        self.stats.batches += 1
+        self.stats.batches += bool(batch)
         if touched and self._on_written is not None:
             try:
-                await self._on_written(touched)
+                await self._unless_given_up(self._on_written(touched))
             except Exception:  # the messages are stored; what depends on them is rebuilt lazily anyway
                 log.exception("dropping the data derived from %d edited or deleted messages failed", len(touched))
+
+    async def _attempt(self, batch: list[IngestOp | DeadLetter]) -> list[Touched]:
+        if self._before_write is not None:
+            await self._before_write()
+        return await self._isolating(batch) if batch else []
+
+    async def _pause(self, seconds: float) -> None:
+        """Sleep between attempts, but not past the moment a stop gives up on storage."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._give_up.wait(), seconds)
+
+    async def _unless_given_up(self, work: Coroutine[Any, Any, T]) -> T:
+        """Await `work`, cancelling it if a stop gives up on storage first (a stuck write must not hold the stop)."""
+        task = asyncio.ensure_future(work)
+        stopper = asyncio.ensure_future(self._give_up.wait())
+        try:
+            await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            stopper.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        await asyncio.wait({task}, timeout=1.0)  # let a cancelled write roll back, briefly
+        raise _GaveUpError
+
+    async def _keep(self, batch: list[IngestOp | DeadLetter]) -> None:
+        try:
+            await self._overflow.keep(batch)
+        except OSError:  # nowhere left to keep them; the worker must still drain the rest and reach the flushes
+            log.critical("%d ingested operations could neither be stored nor kept in a spill file", len(batch))
+            return
+        self.stats.spilled += len(batch)
 
     async def _isolating(self, batch: list[IngestOp | DeadLetter]) -> list[Touched]:
         """Write the batch; if a row is refused, halve until the refused rows are alone, and keep those apart.
@@ -241,20 +370,3 @@ class WriteBehindQueue:
         self.stats.dead_letters += 1
         await self._writer.write([DeadLetter(op, reason)])
         return []
-
-    def _spill(self, batch: list[IngestOp | DeadLetter]) -> None:
-        directory = self._spill_dir or Path("data")
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / f"ingest-spill-{int(time.time())}.jsonl"
-        with path.open("a", encoding="utf-8") as spill:
-            for op in batch:
-                record = {"kind": type(op).__name__, **asdict(op)}  # a DeadLetter keeps its op and reason
-                spill.write(json.dumps(record, default=_json_default) + "\n")
-        self.stats.spilled += len(batch)
-        log.critical("%d operations could not be stored and were saved to %s", len(batch), path)
-
-
-def _json_default(value: object) -> object:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    raise TypeError(f"cannot serialise {type(value).__name__}")

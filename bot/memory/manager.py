@@ -110,7 +110,9 @@ class MemoryManager:
             batch_rows=settings.ingest_batch_rows,
             flush_ms=settings.ingest_flush_ms,
             max_queue=settings.ingest_queue_max,
+            shutdown_retry_seconds=settings.ingest_shutdown_seconds,
             on_written=self._after_writes,
+            before_write=self.channels.save_pending,  # a channel's rule is stored before its messages
         )
         self._optouts: set[tuple[int, int]] = set()
         self._zones: dict[int, str] = {}
@@ -152,20 +154,24 @@ class MemoryManager:
 
     # ---- ingestion (never waits on the database) -------------------------------------------------------
 
-    async def ingest_message(self, message: IncomingMessage) -> bool:
-        """Queue a guild message for storage; False when its author opted out (nothing is kept)."""
+    async def ingest_message(self, message: IncomingMessage, *, wait: bool = False) -> bool:
+        """Queue a guild message for storage; False when its author opted out (nothing is kept).
+
+        Never waits for storage: a full queue overflows to disk. `wait=True` (the importer, benchmarks) waits
+        for room instead, so a bulk load does not outrun the database.
+        """
         if (message.guild_id, message.author_id) in self._optouts:
             return False
         try:
             message = normalised(message)  # type: ignore[assignment]
         except RefusedRecordError as exc:
             log.warning("a message could not be stored as it is (%s); keeping it as a dead letter", exc)
-            await self.ingest.put(DeadLetter(message, str(exc)))
+            await self.ingest.put(DeadLetter(message, str(exc)), wait=wait)
             return True
         self.names.note(message.guild_id, message.author_id, message.author_name, message.author_username)
         self.window.add(message)
         if not self.ingest.offer(message):  # the common case costs no extra coroutine
-            await self.ingest.put(message)
+            await self.ingest.put(message, wait=wait)
         if self.embedding is not None and message.kind != Kind.BOT:
             self.embedding.note(message.message_id, message.guild_id, message.content)
         return True

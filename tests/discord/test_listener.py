@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import discord
 import discord.ext.test as dpytest
 import pytest
@@ -15,6 +18,7 @@ from bot.responder import Responder
 from db.engine import create_session_factory
 from db.models import ChatMessage
 from tests.memory.test_facts import AppendingModel
+from tests.memory.test_outage import chat_table_locked
 
 
 class FailingChat:
@@ -134,3 +138,33 @@ async def test_every_sent_message_allows_no_mentions(bot, monkeypatch):
 
 async def _long_answer() -> str:
     return ("Ping <@123456789012345678> and @everyone. " * 60).strip()
+
+
+async def test_replies_go_on_while_storage_is_stuck_and_everything_is_stored_after(
+    engine, settings, db_url, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)  # the overflow's spill files go to ./data
+    small = settings.model_copy(update={"ingest_queue_max": 20, "ingest_flush_ms": 20})
+    memory = MemoryManager(engine, small, facts_model=AppendingModel())
+    await memory.start()
+    responder = Responder(memory, router=None, chatter=echo_chat, policy="anyone")
+    bot = ElefantBot(memory=memory, responder=responder, settings=small, sync_commands=False)
+    dpytest.configure(bot, members=["alice", "bob"])
+    await bot._async_setup_hook()
+    await bot.setup_hook()
+    slowest = 0.0
+    async with chat_table_locked(db_url, engine):  # every write to the chat table hangs meanwhile
+        for i in range(60):
+            began = time.perf_counter()
+            await dpytest.message(f"{small.bot_name}, question {i}?" if i % 10 == 0 else f"chatter {i}")
+            slowest = max(slowest, time.perf_counter() - began)
+            if i % 10 == 0:
+                assert f"question {i}?" in dpytest.get_message().content  # answered while storage is stuck
+        assert memory.ingest.stats.overflowed > 0
+    await asyncio.wait_for(memory.flush(), 60)
+    texts = await stored_texts(engine)
+    await dpytest.empty_queue()
+    await memory.close()
+    assert slowest < 1.0, f"handling one message took {slowest:.1f} s"
+    people = [t for t in texts if t.startswith(("chatter", small.bot_name))]
+    assert len(people) == 60 and sum(1 for t in texts if t.startswith("You said")) == 6  # replies stored too

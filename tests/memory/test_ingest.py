@@ -112,13 +112,14 @@ async def test_opted_out_author_is_not_stored(engine, settings):
     assert [m.user_id for m in (await stored(engine)).values()] == [ALICE]
 
 
-async def test_full_queue_applies_back_pressure_instead_of_dropping(engine):
-    queue = WriteBehindQueue(engine, batch_rows=10, flush_ms=5, max_queue=3)
+async def test_full_queue_applies_back_pressure_to_those_who_wait(engine, tmp_path):
+    queue = WriteBehindQueue(engine, batch_rows=10, flush_ms=5, max_queue=3, spill_dir=tmp_path / "spill")
     msgs = [message(f"p{i}") for i in range(50)]
-    await asyncio.wait_for(asyncio.gather(*(queue.put(m) for m in msgs)), timeout=30)
+    await asyncio.wait_for(asyncio.gather(*(queue.put(m, wait=True) for m in msgs)), timeout=30)
     await queue.close()
     assert len(await stored(engine)) == 50
     assert queue.stats.written == 50
+    assert queue.stats.overflowed == 0 and not (tmp_path / "spill").exists()
 
 
 async def test_failing_batch_is_retried_not_dropped(engine, caplog):
