@@ -63,9 +63,14 @@ class Measured:
     vectors: int
 
 
-async def measure(conv: Conversation, directory: Path, *, budget: int, ablations: bool = True) -> Measured:
-    """Import, embed, and ask every question the way a member would."""
-    exports = write_exports(conv, directory / "exports")
+async def measure(
+    conv: Conversation, directory: Path, *, budget: int, ablations: bool = True, database: Path | None = None
+) -> Measured:
+    """Import, embed, and ask every question the way a member would.
+
+    `database`: a SQLite file to build (or, if it holds the guild already, to reuse: development only; the
+    published figures come from a cold run).
+    """
     settings = Settings(
         _env_file=None,
         database_url="sqlite+aiosqlite:///unused",
@@ -73,14 +78,16 @@ async def measure(conv: Conversation, directory: Path, *, budget: int, ablations
         discord_token=None,
         recall_token_budget=budget,
     )  # type: ignore[call-arg]
-    async with sqlite_engine(directory) as engine:
+    built = database is not None and database.exists()  # noqa: ASYNC240 - once, before anything runs
+    async with sqlite_engine(directory, reuse=database) as engine:
         memory = MemoryManager(
             engine, settings, llm=LLM(None, prompts=load_prompts()), clock=FakeClock(conv.now), embedder=LocalEmbedder()
         )
         await memory.start(background=False)
         started = time.perf_counter()
-        for path in exports:
-            await import_file(memory, path, include_bots=False, progress=False)
+        if not built:
+            for path in write_exports(conv, directory / "exports"):
+                await import_file(memory, path, include_bots=False, progress=False)
         imported = time.perf_counter() - started
         assert memory.embedding is not None
         started = time.perf_counter()
@@ -153,11 +160,13 @@ def table(rows: list[tuple[str, Result]], metric: int) -> str:
     return "\n".join(lines)
 
 
-async def run(profile: str | int = "small", *, budget: int = 2000, ablations: bool = True) -> Measured:
+async def run(
+    profile: str | int = "small", *, budget: int = 2000, ablations: bool = True, database: Path | None = None
+) -> Measured:
     """The whole benchmark; prints its tables and returns the figures."""
     conv = generate(profile)
     with tempfile.TemporaryDirectory(prefix="elefant-conv-") as tmp:
-        measured = await measure(conv, Path(tmp), budget=budget, ablations=ablations)
+        measured = await measure(conv, Path(tmp), budget=budget, ablations=ablations, database=database)
     rows = baselines(conv, budget) + measured.rows
     print(
         f"\nRecall benchmark: {conv.message_count:,} messages, {len(conv.questions)} questions, "

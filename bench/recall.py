@@ -352,7 +352,7 @@ def main() -> None:
         from bench import conversation_recall
 
         profile = int(args.profile) if str(args.profile).isdigit() else args.profile
-        asyncio.run(conversation_recall.run(profile, budget=args.budget))
+        asyncio.run(conversation_recall.run(profile, budget=args.budget, database=args.reuse))
         return
     print("\n" + asyncio.run(measure(parse())).table())
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -14,12 +15,14 @@ from db.records import Kind
 
 @dataclass(frozen=True, slots=True)
 class StoredVector:
-    """One stored vector and where it is in the sync order."""
+    """One stored vector, where it is in the sync order, and who wrote the message when."""
 
     id: int
     message_id: int
     vector: bytes
     scale: float
+    user_id: int
+    at: float  # POSIX seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +32,8 @@ class Unembedded:
     message_id: int
     guild_id: int
     text: str
+    user_id: int
+    at: datetime
 
 
 async def of_guild(
@@ -36,24 +41,38 @@ async def of_guild(
 ) -> list[StoredVector]:
     """A guild's vectors of one model stored after sync position `after`, in order."""
     rows = await session.execute(
-        select(MessageVector.id, MessageVector.message_id, MessageVector.vector, MessageVector.scale)
+        select(
+            MessageVector.id,
+            MessageVector.message_id,
+            MessageVector.vector,
+            MessageVector.scale,
+            ChatMessage.user_id,
+            ChatMessage.timestamp,
+        )
+        .join(ChatMessage, ChatMessage.message_id == MessageVector.message_id)
         .where(MessageVector.guild_id == guild_id, MessageVector.model == model, MessageVector.id > after)
         .order_by(MessageVector.id)
         .limit(limit)
     )
-    return [StoredVector(i, m, bytes(v), float(s)) for i, m, v, s in rows]
+    return [StoredVector(i, m, bytes(v), float(s), u, ts.timestamp()) for i, m, v, s, u, ts in rows]
 
 
 async def unembedded(session: AsyncSession, model: str, *, limit: int) -> list[Unembedded]:
     """People's messages without a vector of `model`, newest first (a fresh install, an import, a new model)."""
     rows = await session.execute(
-        select(ChatMessage.message_id, ChatMessage.guild_id, ChatMessage.message_text)
+        select(
+            ChatMessage.message_id,
+            ChatMessage.guild_id,
+            ChatMessage.message_text,
+            ChatMessage.user_id,
+            ChatMessage.timestamp,
+        )
         .outerjoin(MessageVector, (MessageVector.message_id == ChatMessage.message_id) & (MessageVector.model == model))
         .where(MessageVector.id.is_(None), ChatMessage.kind != int(Kind.BOT))
         .order_by(ChatMessage.message_id.desc())
         .limit(limit)
     )
-    return [Unembedded(m, g, t) for m, g, t in rows]
+    return [Unembedded(m, g, t, u, ts) for m, g, t, u, ts in rows]
 
 
 async def unembedded_count(session: AsyncSession) -> int:

@@ -14,6 +14,7 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -52,11 +53,13 @@ def dimensions_of(embedder: Embedder, settings: Settings) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Pending:
-    """A message to embed."""
+    """A message to embed, with who wrote it when (the index keeps to members and times by them)."""
 
     message_id: int
     guild_id: int
     text: str
+    user_id: int
+    at: float  # POSIX seconds
 
 
 class EmbeddingWorker:
@@ -81,10 +84,10 @@ class EmbeddingWorker:
         self._backlog_done = False
         self.embedded = 0
 
-    def note(self, message_id: int, guild_id: int, text: str) -> None:
+    def note(self, message_id: int, guild_id: int, text: str, user_id: int, at: datetime) -> None:
         """A message (or its new text) to embed soon."""
         if text.strip():
-            self._pending.append(Pending(message_id, guild_id, text))
+            self._pending.append(Pending(message_id, guild_id, text, user_id, at.timestamp()))
             self._wake.set()
 
     def start(self) -> None:
@@ -132,7 +135,7 @@ class EmbeddingWorker:
     async def _backlog(self) -> list[Pending]:
         async with self._sessions() as session:
             rows = await store.unembedded(session, self._index.model, limit=BACKLOG_BATCH)
-        return [Pending(r.message_id, r.guild_id, r.text) for r in rows]
+        return [Pending(r.message_id, r.guild_id, r.text, r.user_id, r.at.timestamp()) for r in rows]
 
     async def _embed(self, batch: list[Pending]) -> None:
         vectors = await self._encode([p.text for p in batch])
@@ -142,5 +145,11 @@ class EmbeddingWorker:
         for i, pending in enumerate(batch):
             by_guild.setdefault(pending.guild_id, []).append(i)
         for guild_id, rows in by_guild.items():
-            self._index.add(guild_id, [batch[i].message_id for i in rows], vectors[rows])
+            self._index.add(
+                guild_id,
+                [batch[i].message_id for i in rows],
+                vectors[rows],
+                [batch[i].user_id for i in rows],
+                [batch[i].at for i in rows],
+            )
         self.embedded += len(batch)

@@ -173,7 +173,9 @@ class MemoryManager:
         if not self.ingest.offer(message):  # the common case costs no extra coroutine
             await self.ingest.put(message, wait=wait)
         if self.embedding is not None and message.kind != Kind.BOT:
-            self.embedding.note(message.message_id, message.guild_id, message.content)
+            self.embedding.note(
+                message.message_id, message.guild_id, message.content, message.author_id, message.created_at
+            )
         return True
 
     async def ingest_edit(
@@ -187,8 +189,6 @@ class MemoryManager:
         assert isinstance(edit, MessageEdit)
         self.window.edit(message_id, edit.content)
         await self.ingest.put(edit)
-        if self.embedding is not None and guild_id is not None:
-            self.embedding.note(message_id, guild_id, edit.content)  # its meaning changed too
 
     async def ingest_delete(self, message_ids: Iterable[int]) -> None:
         """Queue the removal of one or many messages (bulk deletes included) and of what was built from them."""
@@ -332,7 +332,7 @@ class MemoryManager:
             if done.anything or change.changed:
                 await changes.record(session, guild_id, user_id, "forget", origin=self.feed.origin, at=self.clock.now())
         self.window.drop(guild_id, None)  # the statement may be in any line of the guild's windows
-        self._invalidate(guild_id, user_id)
+        self._invalidate(guild_id, user_id, messages_gone=True)
         await maintenance.scrub(self.engine)
         redacted = done.counts["messages"] + done.counts["bot_replies"] + done.counts["summaries"]
         return FactChange(
@@ -527,7 +527,7 @@ class MemoryManager:
             await changes.record(session, guild_id, None, what, origin=self.feed.origin, at=self.clock.now())
         # A member's lines (and replies built on their data) go; other purges cannot tell which lines went.
         self.window.drop(guild_id, user_id if what == "forget_member" else None)
-        self._invalidate(guild_id, user_id)
+        self._invalidate(guild_id, user_id, messages_gone=what != "channel")
         await maintenance.scrub(self.engine)
         log.info("deleted in guild %s: %s", guild_id, dict(counts))
         return counts
@@ -538,8 +538,12 @@ class MemoryManager:
             await changes.record(session, guild_id, user_id, what, origin=self.feed.origin, at=self.clock.now())
         self._invalidate(guild_id, user_id)
 
-    def _invalidate(self, guild_id: int, user_id: int | None) -> None:
-        """Drop everything this process cached that a change in the guild (about a member) may have made false."""
+    def _invalidate(self, guild_id: int, user_id: int | None, *, messages_gone: bool = False) -> None:
+        """Drop everything this process cached that a change in the guild (about a member) may have made false.
+
+        `messages_gone`: messages were deleted or rewritten in bulk, so the guild's vector index is rebuilt
+        (deleted messages never reach anyone anyway: candidates are read back through SQL).
+        """
         self.generations.bump(guild_id)  # builds running now will neither cache nor store their result
         self.names.drop(guild_id, user_id)
         if self._facts is not None:
@@ -548,7 +552,7 @@ class MemoryManager:
             self.summaries.drop(guild_id)
         if self._context is not None:
             self._context.drop(guild_id)
-        if self.vectors is not None:
+        if self.vectors is not None and messages_gone:
             self.vectors.drop(guild_id)  # rebuilt from SQL, where deleted messages took their vectors along
 
     async def _remote_change(self, change: Change) -> None:
@@ -559,7 +563,8 @@ class MemoryManager:
             await self.channels.load()
         if change.what in {"forget_member", "purge_guild", "purge_channel", "purge_before", "forget", "messages"}:
             self.window.drop(change.guild_id, None)  # the window cannot tell which lines went
-        self._invalidate(change.guild_id, change.user_id)
+        gone = change.what in {"forget_member", "purge_guild", "purge_channel", "purge_before", "forget"}
+        self._invalidate(change.guild_id, change.user_id, messages_gone=gone)
 
     async def _after_writes(self, touched: list[Touched]) -> None:
         """Edits, deletes and re-kindings were stored: drop what was built from the old text, everywhere."""
@@ -572,8 +577,11 @@ class MemoryManager:
                 await changes.lock_guild(session, guild_id)
                 await deletion.drop_derived(session, guild_id, deletion.utc_days(r.at for r in rows), counts)
                 await deletion.drop_replies(session, guild_id, messages=[r.message_id for r in rows], counts=counts)
+                await vector_rows.forget(session, [r.message_id for r in rows])  # new text: embedded again
                 await changes.record(session, guild_id, None, "messages", origin=self.feed.origin, at=self.clock.now())
             self._invalidate(guild_id, None)
+            if self.vectors is not None:
+                self.vectors.remove(guild_id, [r.message_id for r in rows])  # embedded again if edited
         self._schedule_scrub()
 
     # ---- lifecycle ----------------------------------------------------------------------------------------------

@@ -229,6 +229,24 @@ class Recall:
                     limit=20,
                 ):
                     summaries[(s.user_id, s.day)] = s
+            for member, names in members.items():  # messages about them: their name, or a mention (its id)
+                about = [*sorted(names), str(member)] if options.who else []
+                for row in await store.search_messages(
+                    session,
+                    guild_id,
+                    about,
+                    user_id=None,
+                    since=since,
+                    until=until,
+                    now=now,
+                    half_life_days=0,
+                    here=here,
+                    limit=MEMBER_POOL,
+                ):
+                    turns.setdefault(
+                        row.message_id,
+                        Turn(row.message_id, row.channel_id, row.user_id, row.text, row.at, row.reply_to_id),
+                    )
             if not terms:  # nothing to search for but who and when: their messages in that time
                 for member in members:
                     for row in await store.recent_messages(
@@ -244,7 +262,17 @@ class Recall:
                             row.message_id,
                             Turn(row.message_id, row.channel_id, row.user_id, row.text, row.at, row.reply_to_id),
                         )
-            cosine = await self._meaning(session, guild_id, question, turns, here=here, since=since, until=until)
+            cosine = await self._meaning(
+                session,
+                guild_id,
+                question,
+                turns,
+                here=here,
+                since=since,
+                until=until,
+                members=list(members),
+                window=window,
+            )
         hits = self._rank(guild_id, question, list(turns.values()), cosine, now=now, window=window, members=members)
         summary_hits = self._rank_summaries(guild_id, terms, list(summaries.values()), tz)
         return hits, summary_hits
@@ -259,23 +287,28 @@ class Recall:
         here: int | None,
         since: datetime | None,
         until: datetime | None,
+        members: list[int],
+        window: tuple[datetime, datetime] | None,
     ) -> dict[int, float]:
-        """Cosines to the question: the nearest vectors join the candidates; text candidates get theirs."""
+        """Cosines to the question: the nearest vectors join the candidates — in the whole guild, among each
+        named member's own messages, and within the time the question points at; text candidates get theirs."""
         if self._index is None or self._encode is None or not self.options.vectors:
             return {}
-        plain = " ".join(
-            w
-            for w in WORD.findall(question.text)
-            if w.lower() not in {n for names in question.members.values() for n in names}
-        )
+        named = {n for names in question.members.values() for n in names}
+        plain = " ".join(w for w in WORD.findall(question.text) if w.lower() not in named)
         try:
             query = (await self._encode(plain or question.text)).astype(np.float32)
             nearest = await self._index.search(guild_id, query, VECTOR_POOL)
+            for member in members:
+                nearest += await self._index.search(guild_id, query, MEMBER_POOL, author=member)
+            if window is not None:
+                span = (window[0].timestamp(), window[1].timestamp())
+                nearest += await self._index.search(guild_id, query, MEMBER_POOL, window=span)
         except Exception:  # the optional half failing leaves the words working
             log.warning("vector search failed; recall uses words only", exc_info=True)
             return {}
         cosine = dict(nearest)
-        new = [m for m, _ in nearest if m not in turns]
+        new = [m for m in cosine if m not in turns]
         for turn in await store.messages_by_id(session, guild_id, new, here=here):
             if (since is None or turn.at >= since) and (until is None or turn.at < until):
                 turns[turn.message_id] = turn

@@ -67,6 +67,15 @@ class _Guild:
     size: int = 0
     trained_at: int = 0  # size when the IVF was trained (0: exact index)
     synced: float = field(default_factory=time.monotonic)
+    # Who wrote each indexed message, and when (POSIX seconds): a search can keep to a member or a time.
+    ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    authors: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    times: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+
+    def note(self, ids: np.ndarray, authors: np.ndarray, times: np.ndarray) -> None:
+        self.ids = np.concatenate([self.ids, ids])
+        self.authors = np.concatenate([self.authors, authors])
+        self.times = np.concatenate([self.times, times])
 
 
 class VectorIndex:
@@ -89,7 +98,9 @@ class VectorIndex:
         if guild is not None and message_ids:
             guild.index.remove_ids(np.array(message_ids, dtype=np.int64))
 
-    def add(self, guild_id: int, message_ids: list[int], vectors: np.ndarray) -> None:
+    def add(
+        self, guild_id: int, message_ids: list[int], vectors: np.ndarray, authors: list[int], times: list[float]
+    ) -> None:
         """Vectors this process just embedded (a guild not loaded yet reads them from SQL when it is)."""
         guild = self._guilds.get(guild_id)
         if guild is None or not message_ids:
@@ -97,14 +108,40 @@ class VectorIndex:
         ids = np.array(message_ids, dtype=np.int64)
         guild.index.remove_ids(ids)  # an edit embeds a message again
         guild.index.add_with_ids(vectors.astype(np.float32), ids)
+        guild.note(ids, np.array(authors, dtype=np.int64), np.array(times, dtype=np.float64))
         guild.size += len(message_ids)
 
-    async def search(self, guild_id: int, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """The k message ids most similar to the query vector, with their cosine (index approximation)."""
+    async def search(
+        self,
+        guild_id: int,
+        query: np.ndarray,
+        k: int,
+        *,
+        author: int | None = None,
+        window: tuple[float, float] | None = None,
+    ) -> list[tuple[int, float]]:
+        """The k message ids most similar to the query vector, with their cosine (index approximation);
+        with `author` or `window` (POSIX seconds), among that member's messages or those of that time only."""
         guild = await self._guild(guild_id)
         if guild.size == 0:
             return []
-        scores, ids = guild.index.search(query.reshape(1, -1).astype(np.float32), k)
+        params = None
+        if author is not None or window is not None:
+            keep = np.ones(len(guild.ids), dtype=bool)
+            if author is not None:
+                keep &= guild.authors == author
+            if window is not None:
+                keep &= (guild.times >= window[0]) & (guild.times < window[1])
+            chosen = np.unique(guild.ids[keep])
+            if not len(chosen):
+                return []
+            selector = faiss.IDSelectorBatch(chosen)
+            params = (
+                faiss.SearchParametersIVF(sel=selector, nprobe=NPROBE * 4)
+                if guild.trained_at
+                else faiss.SearchParameters(sel=selector)
+            )
+        scores, ids = guild.index.search(query.reshape(1, -1).astype(np.float32), k, params=params)
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0]
 
     async def similarity(self, guild_id: int, query: np.ndarray, message_ids: list[int]) -> dict[int, float]:
@@ -140,6 +177,9 @@ class VectorIndex:
         vectors = dequantize([(r.vector, r.scale) for r in rows], self.dim)
         ids = np.array([r.message_id for r in rows], dtype=np.int64)
         guild = await asyncio.to_thread(self._build, vectors, ids)
+        guild.note(
+            ids, np.array([r.user_id for r in rows], dtype=np.int64), np.array([r.at for r in rows], dtype=np.float64)
+        )
         guild.cursor = rows[-1].id if rows else 0
         log.debug("vector index of guild %s: %d vectors", guild_id, guild.size)
         return guild
@@ -159,8 +199,13 @@ class VectorIndex:
         async with self._sessions() as session:
             rows = await store.of_guild(session, guild_id, self.model, after=guild.cursor)
         if rows:
-            ids = [r.message_id for r in rows]
-            self.add(guild_id, ids, dequantize([(r.vector, r.scale) for r in rows], self.dim))
+            self.add(
+                guild_id,
+                [r.message_id for r in rows],
+                dequantize([(r.vector, r.scale) for r in rows], self.dim),
+                [r.user_id for r in rows],
+                [r.at for r in rows],
+            )
             guild.cursor = rows[-1].id
         grown = guild.size >= IVF_FROM and (guild.trained_at == 0 or guild.size >= 4 * guild.trained_at)
         if grown:
