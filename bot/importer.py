@@ -7,6 +7,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tqdm import tqdm
@@ -15,8 +16,12 @@ from bot.conversation import address, is_command
 from bot.memory.manager import MemoryManager
 from bot.memory.types import IncomingMessage, Kind
 from bot.speech import EXPORT_SPEECH, spoken
+from db.records import MAX_ID
 
 log = logging.getLogger(__name__)
+# Where a whole file lands: an id no database can store (or no Discord id at all) refuses the file in one
+# sentence, before anything is written. Ids inside messages are left to ingestion (a poison row is dead-lettered).
+PlaceId = Annotated[int, Field(ge=0, le=MAX_ID)]  # 0: DiscordChatExporter's pseudo-guild of direct messages
 
 
 class _Model(BaseModel):
@@ -96,17 +101,17 @@ class ExportMessage(_Model):
 class ExportGuild(_Model):
     """The guild an export comes from ("0" for direct messages)."""
 
-    id: int
+    id: PlaceId
     name: str = ""
 
 
 class ExportChannel(_Model):
     """The channel an export comes from; for a thread, `categoryId` is its parent channel."""
 
-    id: int
+    id: Annotated[int, Field(gt=0, le=MAX_ID)]
     name: str = ""
     type: str = "GuildTextChat"
-    category_id: int | None = Field(default=None, alias="categoryId")
+    category_id: PlaceId | None = Field(default=None, alias="categoryId")
 
 
 class Export(_Model):

@@ -23,7 +23,7 @@ from bot.llm.client import LLM
 from bot.llm.prompts import load_prompts
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
-from db.models import Base, ChannelPrivacy, ChatMessage, MemberName
+from db.models import Base, ChannelPrivacy, ChatMessage, DeadLetter, MemberName
 from tests import exporter_json as dce
 from tests.exporter_json import File, Guild, JsonWriter, Msg, Reference, Snapshot, Sticker, User
 
@@ -160,7 +160,7 @@ async def test_a_direct_message_export_is_refused_in_one_sentence_and_stores_not
     assert sentence.startswith(f"{path}: is an export of direct messages")
     assert "\n" not in sentence and sentence.count(". ") == 0  # one sentence
     await memory.flush()
-    assert [await rows(memory, m) for m in (ChatMessage, MemberName, ChannelPrivacy)] == [0, 0, 0]
+    assert [await rows(memory, m) for m in (ChatMessage, DeadLetter, MemberName, ChannelPrivacy)] == [0] * 4
 
 
 NOTICES = [
@@ -341,3 +341,49 @@ async def test_the_real_command_line_imports_threads_and_refuses_a_dm(db_url, me
     assert await texts(memory) == ["kiwi smoothies for everyone", "kiwi yes", SECRET]
     public = await everything_said_about(memory, GENERAL.id, "vault combination")
     assert "kiwi" in public and "31-41-59" not in public
+
+
+async def test_hostile_fields_in_an_export_are_stored_clean_or_kept_as_dead_letters(memory, tmp_path):
+    big = 2**63  # past BIGINT: no database can store it as an id
+    messages = [
+        msg(ANA, "before the poison"),
+        msg(User(2**60 + 8100, "x" * 300, "Nick\x00name\x07"), "a long name \x00 with a NUL\x1b[31m"),
+        msg(BOB, "lone \ud800 surrogate"),
+        Msg(big, ANA, TODAY, "an impossible message id"),
+        msg(User(big + 5, "impossible author"), "said by nobody possible"),
+        msg(ANA, "mentions an impossible member", mentions=[User(big + 6, "ghost")]),
+        msg(BOB, "after the poison"),
+    ]
+    path = tmp_path / "hostile.json"
+    # json.dumps escapes the lone surrogate as "\ud800", which json.loads turns back into one, as any reader would.
+    path.write_text(json.dumps(writer(GENERAL).document(messages)), encoding="utf-8")
+    result = await import_file(memory, path, include_bots=False, progress=False)
+    assert result.messages == len(messages)
+    stored = await texts(memory)
+    assert stored == [
+        "before the poison",
+        "a long name  with a NUL[31m",
+        "lone \ufffd surrogate",
+        "mentions an impossible member",
+        "after the poison",
+    ]
+    async with memory.sessions() as session:
+        dead = (await session.execute(select(DeadLetter.message_id, DeadLetter.reason))).all()
+        names = dict((await session.execute(select(MemberName.user_id, MemberName.display_name))).all())
+    assert sorted(reason.split(" ")[0] for _, reason in dead) == ["author", "message"]  # none lost silently
+    assert names[2**60 + 8100] == "Nickname"
+
+
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [("guild", str(2**63)), ("channel", str(2**64)), ("channel", "-5")],
+)
+async def test_an_impossible_guild_or_channel_id_refuses_the_file_in_one_sentence(memory, tmp_path, where, value):
+    path = tmp_path / "forged.json"
+    data = writer(GENERAL).document([msg(ANA, "hello")])
+    data[where]["id"] = value  # type: ignore[index]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ImportFileError) as refused:
+        await import_file(memory, path, include_bots=False, progress=False)
+    assert str(refused.value).startswith(f"{path}: is not a DiscordChatExporter JSON export: {where}.id")
+    assert [await rows(memory, m) for m in (ChatMessage, ChannelPrivacy)] == [0, 0]
