@@ -191,7 +191,8 @@ async def import_file(
     await memory.observe_channel(
         guild_id,
         channel.id,
-        is_private=is_private,
+        # A file cannot say that a channel is public: without --private, what is known already stays.
+        is_private=True if is_private else None,
         parent_id=channel.category_id if thread else None,
         channel_type=channel.type,
     )

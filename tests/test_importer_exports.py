@@ -23,6 +23,7 @@ from bot.llm.client import LLM
 from bot.llm.prompts import load_prompts
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
+from bot.memory.types import IncomingMessage
 from db.models import Base, ChannelPrivacy, ChatMessage, DeadLetter, MemberName
 from tests import exporter_json as dce
 from tests.exporter_json import File, Guild, JsonWriter, Msg, Reference, Snapshot, Sticker, User
@@ -341,6 +342,22 @@ async def test_the_real_command_line_imports_threads_and_refuses_a_dm(db_url, me
     assert await texts(memory) == ["kiwi smoothies for everyone", "kiwi yes", SECRET]
     public = await everything_said_about(memory, GENERAL.id, "vault combination")
     assert "kiwi" in public and "31-41-59" not in public
+
+
+async def test_an_import_without_private_does_not_make_a_known_private_channel_public(memory, tmp_path):
+    # The live bot saw #staff hidden from @everyone; later an admin imports its history and forgets --private.
+    # The file cannot say whether the channel is private, so it must not overrule what is known.
+    await memory.observe_channel(GUILD.id, STAFF.id, is_private=True)
+    await memory.ingest_message(
+        IncomingMessage(GUILD.id, STAFF.id, next(_ids), CAROL.id, "Carol", "staff pay rises are frozen", TODAY)
+    )
+    [staff] = writer(STAFF).write(tmp_path / "staff.json", [msg(CAROL, "staff bonus list is ready", at=YESTERDAY)])
+    [general] = writer(GENERAL).write(tmp_path / "general.json", [msg(ANA, "kiwi run on staff day")])
+    await import_file(memory, staff, include_bots=False, progress=False)
+    await import_file(memory, general, include_bots=False, progress=False)
+    seen = await everything_said_about(memory, GENERAL.id, "staff pay bonus")
+    assert "kiwi" in seen
+    assert "pay rises" not in seen and "bonus list" not in seen
 
 
 async def test_hostile_fields_in_an_export_are_stored_clean_or_kept_as_dead_letters(memory, tmp_path):

@@ -37,12 +37,17 @@ class ChannelScopes:
         guild_id: int,
         channel_id: int,
         *,
-        is_private: bool,
+        is_private: bool | None,
         parent_id: int | None = None,
         channel_type: str | None = None,
     ) -> None:
-        """Record what a channel is (called as messages arrive; cheap when nothing changed)."""
+        """Record what a channel is (called as messages arrive; cheap when nothing changed).
+
+        `is_private=None` means the caller cannot tell (an export): a channel known to be private stays so.
+        """
         known = self._known.get((guild_id, channel_id))
+        if is_private is None:
+            is_private = known is not None and known.is_private
         wanted = ChannelRule(is_private, known.mode if known else "auto", parent_id, channel_type)
         if known != wanted:
             await self._save(guild_id, channel_id, wanted)

@@ -198,11 +198,11 @@ class MemoryManager:
         guild_id: int,
         channel_id: int,
         *,
-        is_private: bool,
+        is_private: bool | None,
         parent_id: int | None = None,
         channel_type: str | None = None,
     ) -> None:
-        """Record whether a channel or thread is private (and a thread's parent) as messages arrive."""
+        """Record whether a channel or thread is private (and a thread's parent) as messages arrive (None: unknown)."""
         await self.channels.observe(
             guild_id, channel_id, is_private=is_private, parent_id=parent_id, channel_type=channel_type
         )
