@@ -67,6 +67,7 @@ class ExportForward(_Model):
 
     content: str = ""
     attachments: list[ExportFile] = []
+    stickers: list[ExportSticker] = []
 
 
 class ExportMessage(_Model):
@@ -95,6 +96,7 @@ class ExportMessage(_Model):
             stickers=[s.name for s in self.stickers],
             forwarded=forward.content if forward is not None else None,
             forwarded_files=[a.file_name for a in forward.attachments] if forward is not None else (),
+            forwarded_stickers=[s.name for s in forward.stickers] if forward is not None else (),
         )
 
 

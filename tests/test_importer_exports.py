@@ -236,16 +236,23 @@ async def test_files_stickers_and_forwards_keep_their_words(memory, tmp_path):
             forwarded=Snapshot(TODAY - timedelta(days=3), "meet at the north gate at 6", files=[map_png]),
         ),
         msg(ANA, "here is the gpx", files=[File(2**60 + 503, "loop.gpx")], stickers=[Sticker(2**60 + 602, "Run")]),
+        msg(  # a forwarded sticker: the sticker is all the forward says
+            BOB,
+            "",
+            reference=Reference(2**60 + 9_999_004, 2**60 + 42, 2**60 + 43, forward=True),
+            forwarded=Snapshot(TODAY - timedelta(days=1), "", stickers=[Sticker(2**60 + 603, "Thumbs Up")]),
+        ),
         msg(BOB, ""),  # nothing to say (a poll or an embed-only post, which the export leaves empty): not stored
     ]
     [path] = writer(GENERAL).write(tmp_path / "general.json", messages)
     result = await import_file(memory, path, include_bots=False, progress=False)
-    assert result.messages == 4
+    assert result.messages == 5
     assert await texts(memory) == [
         "[attachment: plan.pdf]",
         "[sticker: Wave]",
         "[forwarded message] meet at the north gate at 6 [attachment: route map.png]",
         "here is the gpx\n[attachment: loop.gpx]\n[sticker: Run]",
+        "[forwarded message] [sticker: Thumbs Up]",
     ]
     async with memory.sessions() as session:
         forward = await session.get(ChatMessage, messages[2].id)

@@ -30,6 +30,7 @@ def speech_of(message: discord.Message) -> str:
         stickers=[s.name for s in message.stickers],
         forwarded=snapshot.content if snapshot is not None else None,
         forwarded_files=[a.filename for a in snapshot.attachments] if snapshot is not None else (),
+        forwarded_stickers=[s.name for s in snapshot.stickers] if snapshot is not None else (),
     )
 
 
