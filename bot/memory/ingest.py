@@ -248,7 +248,8 @@ class WriteBehindQueue:
         path = directory / f"ingest-spill-{int(time.time())}.jsonl"
         with path.open("a", encoding="utf-8") as spill:
             for op in batch:
-                record = {"kind": type(op).__name__, **asdict(op)}  # a DeadLetter keeps its op and reason
+                # "record", not "kind" (a message's own field); a DeadLetter keeps its op and reason
+                record = {"record": type(op).__name__, **asdict(op)}
                 spill.write(json.dumps(record, default=_json_default) + "\n")
         self.stats.spilled += len(batch)
         log.critical("%d operations could not be stored and were saved to %s", len(batch), path)
