@@ -135,8 +135,7 @@ class MemoryManager:
         try:
             message = normalised(message)  # type: ignore[assignment]
         except RefusedRecordError as exc:
-            log.warning("a message could not be stored as it is (%s); keeping it as a dead letter", exc)
-            await self.ingest.put(DeadLetter(message, str(exc)))
+            await self.ingest.put(DeadLetter(message, str(exc)))  # counted and logged (once) by the queue
             return True
         self.names.note(message.guild_id, message.author_id, message.author_name, message.author_username)
         self.window.add(message)

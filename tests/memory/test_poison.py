@@ -183,3 +183,14 @@ async def test_names_resolve_in_any_case_and_script_from_what_is_stored(engine, 
     finally:
         await memory.close()
 
+
+async def test_dead_letters_are_counted_and_logged_once(memory, caplog):
+    # A flood of unstorable records (an attack, a broken import) must not flood the log; the stats count them.
+    for i in range(5):  # refused by normalisation, before the queue
+        await memory.ingest_message(dataclasses.replace(message("impossible author"), author_id=2**63 + i))
+    await memory.ingest.put(dataclasses.replace(message("raw"), message_id=2**63 + 9))  # refused by the database
+    await memory.ingest_message(message("fine"))
+    figures = await memory.stats(GUILD)
+    assert (figures["messages"], figures["dead_letters"], figures["dead_letters_session"]) == (1, 6, 6)
+    logged = [r for r in caplog.records if "dead letter" in r.getMessage()]
+    assert len(logged) == 1, [r.getMessage() for r in logged]
