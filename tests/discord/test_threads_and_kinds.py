@@ -6,6 +6,8 @@ Threads and messages come from gateway payloads parsed by discord.py itself (tes
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import discord
 import discord.ext.test as dpytest
 import pytest
@@ -200,3 +202,17 @@ async def test_forwarding_the_bots_message_is_not_talking_to_the_bot(bot):
     )
     assert dpytest.verify().message().nothing(), dpytest.get_message().content  # no answer to a forward
     assert speech_of(said)  # (the bot's message had words to forward)
+
+
+async def test_a_message_in_a_channel_discord_py_does_not_know_is_kept_private(bot):
+    # A thread the bot never saw created (missed THREAD_CREATE): discord.py hands over a PartialMessageable,
+    # which cannot say who may read it. Memory fails closed: stored, but only for that channel.
+    general = place("general")
+    alice, _ = dpytest.get_config().members
+    unknown = SimpleNamespace(id=gateway.snowflake(), guild=general.guild)
+    secret = "unknown place: the vault combination is 27-18-28"
+    await say(unknown, alice, secret)
+    await say(general, alice, "kiwi in general")
+    assert [text for _, text, _ in await rows(bot)] == [secret, "kiwi in general"]
+    seen = await seen_from(bot, general, "vault combination")
+    assert "kiwi" in seen and "27-18-28" not in seen
