@@ -83,7 +83,10 @@ class ContextBuilder:
     async def get_memories(self, guild_id: int, user_id: int, *, now: datetime | None = None) -> str | None:
         """The context for a member, or None when nothing is known; waits at most MEMORY_WAIT_SECONDS."""
         now = now or self._clock.now()
-        build = self._flight.start(("ctx", guild_id, user_id), lambda: self._build(guild_id, user_id, now))
+        # Keyed by generation: after a change (a forget, a delete) a question never joins a build that read the
+        # data before it; that build finishes in the background, unused and uncached.
+        key = ("ctx", guild_id, user_id, self._generations.of(guild_id))
+        build = self._flight.start(key, lambda: self._build(guild_id, user_id, now))
         try:
             return await asyncio.wait_for(asyncio.shield(build), self._settings.memory_wait_seconds)
         except TimeoutError:

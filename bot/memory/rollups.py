@@ -97,8 +97,9 @@ class Rollups:
         text, complete = await self._assemble(guild_id, user_id, today, build=False)
         if complete:
             return text
-        job = self._flight.start(
-            (guild_id, user_id, today), lambda: self._assemble(guild_id, user_id, today, build=True)
+        job = self._flight.start(  # keyed by generation: never join a build from before a change
+            (guild_id, user_id, today, self._generations.of(guild_id)),
+            lambda: self._assemble(guild_id, user_id, today, build=True),
         )
         if wait or self._llm.is_offline:
             return (await asyncio.shield(job))[0]

@@ -82,7 +82,8 @@ class Summaries:
             return self._today[key]
         except KeyError:
             pass
-        return await self._flight.run(("today", *key), lambda: self._compute_today(guild_id, now, key))
+        flight = ("today", *key, self._generations.of(guild_id))  # never join a build from before a change
+        return await self._flight.run(flight, lambda: self._compute_today(guild_id, now, key))
 
     async def _compute_today(self, guild_id: int, now: datetime, key: tuple[int, str]) -> dict[int, str]:
         generation = self._generations.of(guild_id)
@@ -99,7 +100,8 @@ class Summaries:
             return self._past[(guild_id, day)]
         except KeyError:
             pass
-        return await self._flight.run(("day", guild_id, day), lambda: self._load_or_compute_day(guild_id, day))
+        flight = ("day", guild_id, day, self._generations.of(guild_id))  # never join a build from before a change
+        return await self._flight.run(flight, lambda: self._load_or_compute_day(guild_id, day))
 
     async def stored_day(self, guild_id: int, day: date) -> dict[int, str] | None:
         """A finished day's summaries if they were made already (LRU, then SQL); None: never asks the model."""
@@ -141,7 +143,8 @@ class Summaries:
             return self._history[key]
         except KeyError:
             pass
-        return await self._flight.run(("history", *key), lambda: self._compute_history(key, dailies, joined))
+        flight = ("history", *key, self._generations.of(guild_id))  # never join a build from before a change
+        return await self._flight.run(flight, lambda: self._compute_history(key, dailies, joined))
 
     async def _compute_history(self, key: tuple[int, int, date], dailies: list[tuple[str, str]], joined: str) -> str:
         guild_id, user_id, end = key
