@@ -95,10 +95,12 @@ def address(content: str, *, bot_user_id: int, bot_name: str, replied_to_bot: bo
     mention = re.compile(rf"<@!?{bot_user_id}>")
     text = content.strip()
     by_name = re.match(rf"^@?{re.escape(bot_name)}\b[\s,:!\-–]*", text, re.I)
+    # Only the mention or name that addresses the bot goes: a later mention of it is part of what is said
+    # ("Elefant, remember that @Elefant likes peanuts" is about the bot, not about someone called "likes").
     if by_name:
-        return mention.sub("", text[by_name.end() :]).strip()
-    if mention.search(text):
-        return re.sub(r"\s{2,}", " ", mention.sub("", text)).strip(" ,:")
+        return text[by_name.end() :].strip()
+    if found := mention.search(text):
+        return re.sub(r"\s{2,}", " ", text[: found.start()] + text[found.end() :]).strip(" ,:")
     if replied_to_bot:
         return text
     return None

@@ -8,6 +8,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tqdm import tqdm
@@ -16,8 +17,12 @@ from bot.conversation import address, is_command
 from bot.memory.manager import MemoryManager
 from bot.memory.types import IncomingMessage, Kind
 from bot.speech import EXPORT_SPEECH, spoken
+from db.records import MAX_ID
 
 log = logging.getLogger(__name__)
+# Where a whole file lands: an id no database can store (or no Discord id at all) refuses the file in one
+# sentence, before anything is written. Ids inside messages are left to ingestion (a poison row is dead-lettered).
+PlaceId = Annotated[int, Field(ge=0, le=MAX_ID)]  # 0: DiscordChatExporter's pseudo-guild of direct messages
 
 
 class _Model(BaseModel):
@@ -63,6 +68,7 @@ class ExportForward(_Model):
 
     content: str = ""
     attachments: list[ExportFile] = []
+    stickers: list[ExportSticker] = []
 
 
 class ExportMessage(_Model):
@@ -91,23 +97,24 @@ class ExportMessage(_Model):
             stickers=[s.name for s in self.stickers],
             forwarded=forward.content if forward is not None else None,
             forwarded_files=[a.file_name for a in forward.attachments] if forward is not None else (),
+            forwarded_stickers=[s.name for s in forward.stickers] if forward is not None else (),
         )
 
 
 class ExportGuild(_Model):
     """The guild an export comes from ("0" for direct messages)."""
 
-    id: int
+    id: PlaceId
     name: str = ""
 
 
 class ExportChannel(_Model):
     """The channel an export comes from; for a thread, `categoryId` is its parent channel."""
 
-    id: int
+    id: Annotated[int, Field(gt=0, le=MAX_ID)]
     name: str = ""
     type: str = "GuildTextChat"
-    category_id: int | None = Field(default=None, alias="categoryId")
+    category_id: PlaceId | None = Field(default=None, alias="categoryId")
 
 
 class Export(_Model):
@@ -205,7 +212,8 @@ async def import_file(
     await memory.observe_channel(
         guild_id,
         channel.id,
-        is_private=is_private,
+        # A file cannot say that a channel is public: without --private, what is known already stays.
+        is_private=True if is_private else None,
         parent_id=channel.category_id if thread else None,
         channel_type=channel.type,
     )

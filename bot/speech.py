@@ -21,13 +21,16 @@ def spoken(
     stickers: Sequence[str] = (),
     forwarded: str | None = None,
     forwarded_files: Sequence[str] = (),
+    forwarded_stickers: Sequence[str] = (),
 ) -> str:
     """The text memory keeps for a message: its content, then what it forwards, its files and its stickers."""
     parts = [content.strip()] if content.strip() else []
-    if forwarded is not None and (forwarded.strip() or forwarded_files):
+    if forwarded is not None:
         inner = [forwarded.strip()] if forwarded.strip() else []
-        inner += [f"[attachment: {name}]" for name in forwarded_files]
-        parts.append("[forwarded message] " + " ".join(inner))
+        inner += [f"[attachment: {name}]" for name in forwarded_files if name]
+        inner += [f"[sticker: {name}]" for name in forwarded_stickers if name]
+        if inner:
+            parts.append("[forwarded message] " + " ".join(inner))
     parts += [f"[attachment: {name}]" for name in files if name]
     parts += [f"[sticker: {name}]" for name in stickers if name]
     return "\n".join(parts)

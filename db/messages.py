@@ -143,7 +143,8 @@ def _parse_time(value: Any) -> datetime:
 
 
 def _payload(op: IngestOp) -> str:
-    return json.dumps({"kind": type(op).__name__, **asdict(op)}, default=str, ensure_ascii=True)
+    # "record", not "kind": a message's own `kind` field (speech, command, bot) would overwrite it.
+    return json.dumps({"record": type(op).__name__, **asdict(op)}, default=str, ensure_ascii=True)
 
 
 def touched_ids(ops: Sequence[IngestOp]) -> list[int]:

@@ -115,3 +115,40 @@ def test_stats_export_and_purge_from_the_command_line(tmp_path):
     assert after.stdout.startswith("(nothing is known about")
     both = run(["purge", "--guild", str(GUILD), "--user", alice, "--all", "--yes"], tmp_path, "")
     assert both.returncode == 2 and "exactly one" in both.stderr
+
+
+def test_nothing_typed_is_dropped_as_a_duplicate_across_runs(tmp_path):
+    # Both runs start their simulated clock at the same instant, as `--at` (or a quick restart) makes them:
+    # only the message ids tell the runs' lines apart, and a reused id would silently swallow the new line.
+    script = "hello there\nsecond line\n/stats\n"
+    counts = []
+    for _ in range(3):
+        result = run(["console", "--at", "2026-03-02T10:00:00"], tmp_path, script)
+        assert result.returncode == 0, result.stderr
+        counts.append(result.stdout.splitlines()[-1].split(",")[0])
+    assert counts == ["(messages 2", "(messages 4", "(messages 6"]
+
+
+def test_remember_this_in_reply_to_the_bot_stores_no_fact_about_the_bot(tmp_path):
+    from bot.console import BOT_ID, GUILD
+    from bot.responder import NOT_ABOUT_ME
+
+    script = "\n".join(
+        [
+            "Elefant, hello there",  # [1] alice, [2] the bot's answer
+            "/reply 2",
+            "Elefant, remember this",  # [3], [4]
+            "/reply 2",
+            "remember this",  # [5], [6]: a reply to the bot is addressed to it without its name
+            "Elefant, remember that @elefant loves peanuts",  # [7], [8]
+            "/stats",
+        ]
+    )
+    result = run(["console", "--at", "2026-03-02T10:00:00"], tmp_path, script + "\n")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    answers = [line for line in lines if line.startswith(("[4] ", "[6] ", "[8] "))]
+    assert answers == [f"[{n}] Elefant: {NOT_ABOUT_ME}" for n in (4, 6, 8)], result.stdout
+    assert lines[-1].startswith("(messages ") and "people with facts 0," in lines[-1]
+    about_bot = run(["context", "--guild", str(GUILD), "--user", str(BOT_ID)], tmp_path, "")
+    assert about_bot.stdout.startswith(f"(nothing is known about {BOT_ID}")

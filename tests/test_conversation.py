@@ -41,6 +41,10 @@ def req(text: str, **kw) -> Request:
         ("remember that x", True, "remember that x"),
         ("remember that x", False, None),
         ("Elefantine things", False, None),
+        (f"hey <@{BOT}> how are you?", False, "hey how are you?"),
+        # A second mention of the bot is what the message is about, not the address.
+        (f"<@{BOT}> remember that <@{BOT}> likes peanuts", False, f"remember that <@{BOT}> likes peanuts"),
+        (f"Elefant, remember that <@{BOT}> likes peanuts", False, f"remember that <@{BOT}> likes peanuts"),
     ],
 )
 def test_address(content, replied, expected):

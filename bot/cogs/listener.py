@@ -30,13 +30,14 @@ def speech_of(message: discord.Message) -> str:
         stickers=[s.name for s in message.stickers],
         forwarded=snapshot.content if snapshot is not None else None,
         forwarded_files=[a.filename for a in snapshot.attachments] if snapshot is not None else (),
+        forwarded_stickers=[s.name for s in snapshot.stickers] if snapshot is not None else (),
     )
 
 
 def incoming(message: discord.Message, *, kind: Kind = Kind.SPEECH, content: str | None = None) -> IncomingMessage:
     """The memory layer's view of a Discord message (IDs, not objects)."""
     assert message.guild is not None
-    reference = message.reference
+    reference = _reply_reference(message)
     return IncomingMessage(
         guild_id=message.guild.id,
         channel_id=message.channel.id,
@@ -185,8 +186,14 @@ class Listener(commands.Cog):
             await self.bot.memory.ingest_delete(payload.message_ids)
 
 
-def _replied_message(message: discord.Message) -> discord.Message | None:
+def _reply_reference(message: discord.Message) -> discord.MessageReference | None:
+    """The message this one replies to; a forward's reference points at what it copied, which it is not replying to."""
     reference = message.reference
+    return reference if reference is not None and reference.type is discord.MessageReferenceType.default else None
+
+
+def _replied_message(message: discord.Message) -> discord.Message | None:
+    reference = _reply_reference(message)
     if reference is None:
         return None
     resolved = reference.resolved or reference.cached_message

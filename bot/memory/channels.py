@@ -45,7 +45,7 @@ class ChannelScopes:
         guild_id: int,
         channel_id: int,
         *,
-        is_private: bool,
+        is_private: bool | None,
         parent_id: int | None = None,
         channel_type: str | None = None,
     ) -> None:
@@ -53,6 +53,7 @@ class ChannelScopes:
 
         This process follows a change at once; it is written by `save_pending`, which the ingest writer runs
         before each batch, so no message of a private channel is stored before the rule that keeps it private.
+        `is_private=None` means the caller cannot tell (an export): a channel known to be private stays so.
         """
         try:
             for value, what in ((guild_id, "guild id"), (channel_id, "channel id"), (parent_id, "parent id")):
@@ -62,6 +63,8 @@ class ChannelScopes:
             return
         key = (guild_id, channel_id)
         known = self._known.get(key)
+        if is_private is None:
+            is_private = known is not None and known.is_private
         kind = channel_type[:TYPE_CHARS] if channel_type else channel_type
         wanted = ChannelRule(is_private, known.mode if known else "auto", parent_id, kind)
         if known != wanted:

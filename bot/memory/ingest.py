@@ -116,6 +116,8 @@ class WriteBehindQueue:
             self.start()
             if self._overflow:
                 return False
+        if isinstance(op, DeadLetter):  # refused before the queue (an impossible id): counted like the rest
+            self._count_dead_letter(op.reason)
         self._items.append(op)
         self.stats.accepted += 1
         self._arrived.set()
@@ -365,8 +367,11 @@ class WriteBehindQueue:
             log.error("a dead letter could not be stored either (%r); it was: %s", exc, op.reason)
             return []
         reason = f"{type(exc).__name__}: {exc}"
-        if not self.stats.dead_letters:  # once: the stats count the rest
-            log.error("an ingested record was refused by the database and kept as a dead letter: %s", reason)
-        self.stats.dead_letters += 1
+        self._count_dead_letter(reason)
         await self._writer.write([DeadLetter(op, reason)])
         return []
+
+    def _count_dead_letter(self, reason: str) -> None:
+        if not self.stats.dead_letters:  # once: the stats count the rest
+            log.error("an ingested record could not be stored and was kept as a dead letter: %s", reason)
+        self.stats.dead_letters += 1

@@ -165,8 +165,7 @@ class MemoryManager:
         try:
             message = normalised(message)  # type: ignore[assignment]
         except RefusedRecordError as exc:
-            log.warning("a message could not be stored as it is (%s); keeping it as a dead letter", exc)
-            await self.ingest.put(DeadLetter(message, str(exc)), wait=wait)
+            await self.ingest.put(DeadLetter(message, str(exc)), wait=wait)  # counted and logged (once) by the queue
             return True
         self.names.note(message.guild_id, message.author_id, message.author_name, message.author_username)
         self.window.add(message)
@@ -234,11 +233,11 @@ class MemoryManager:
         guild_id: int,
         channel_id: int,
         *,
-        is_private: bool,
+        is_private: bool | None,
         parent_id: int | None = None,
         channel_type: str | None = None,
     ) -> None:
-        """Record whether a channel or thread is private (and a thread's parent) as messages arrive."""
+        """Record whether a channel or thread is private (and a thread's parent) as messages arrive (None: unknown)."""
         await self.channels.observe(
             guild_id, channel_id, is_private=is_private, parent_id=parent_id, channel_type=channel_type
         )

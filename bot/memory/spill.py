@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import base64
 import json
 import logging
 import os
@@ -26,14 +27,23 @@ from pathlib import Path
 from typing import IO, Any
 
 from db.messages import DeadLetter
-from db.records import IncomingMessage, IngestOp, Kind, MessageDelete, MessageEdit, MessageKind, ReplySource
+from db.records import (
+    IncomingMessage,
+    IngestOp,
+    Kind,
+    MessageDelete,
+    MessageEdit,
+    MessageKind,
+    MessageVector,
+    ReplySource,
+)
 
 log = logging.getLogger(__name__)
 
 PATTERN = "ingest-spill-*.jsonl"
 _FORMAT = 1
 _RECORDS: dict[str, type] = {
-    cls.__name__: cls for cls in (IncomingMessage, MessageEdit, MessageDelete, MessageKind, ReplySource)
+    cls.__name__: cls for cls in (IncomingMessage, MessageEdit, MessageDelete, MessageKind, ReplySource, MessageVector)
 }
 _TIMES = frozenset({"created_at", "edited_at"})
 _TUPLES = frozenset({"mentioned_user_ids", "message_ids"})
@@ -49,7 +59,11 @@ def _plain(op: IngestOp) -> dict[str, Any]:
     record: dict[str, Any] = {"record": type(op).__name__}
     for field in fields(op):  # type: ignore[arg-type]
         value = getattr(op, field.name)
-        record[field.name] = value.isoformat() if isinstance(value, datetime) else value
+        if isinstance(value, datetime):
+            value = value.isoformat()
+        elif isinstance(value, bytes):  # a vector
+            value = base64.b64encode(value).decode("ascii")
+        record[field.name] = value
     return record
 
 
@@ -69,6 +83,8 @@ def _op(record: dict[str, Any]) -> IngestOp:
         record[name] = tuple(record[name])
     if "kind" in record:
         record["kind"] = Kind(record["kind"])
+    if cls is MessageVector:
+        record["vector"] = base64.b64decode(record["vector"])
     return cls(**record)  # type: ignore[no-any-return]
 
 
