@@ -12,9 +12,9 @@ every file it owns, so no other process replays a file that is still in use.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import fcntl
-import base64
 import json
 import logging
 import os
