@@ -95,7 +95,15 @@ class Responder:
         """The author's context, the facts of everyone the message mentions, and what recall finds relevant;
         with whose data and which messages that is."""
         parts, members = [], {request.author_id}
-        if mine := await self._memory.get_memories(request.guild_id, request.author_id):
+        # Recall runs beside the context build and is an extra: past MEMORY_WAIT_SECONDS (a database that is
+        # locked or gone) the reply goes on without it, as it goes on without a context that is not ready.
+        recalling_task = asyncio.ensure_future(self._relevant_recall(request))
+        try:
+            mine = await self._memory.get_memories(request.guild_id, request.author_id)
+        except BaseException:
+            recalling_task.cancel()
+            raise
+        if mine:
             parts.append(mine)
         mentioned = {int(m) for m in MENTION.findall(request.text)} | set(request.mentioned_user_ids)
         for user_id in sorted(mentioned - {request.author_id}):
@@ -103,15 +111,23 @@ class Responder:
                 name = await self._memory.name(request.guild_id, user_id)
                 parts.append(f"About {name}: {facts}")
                 members.add(user_id)
-        recalled = await self._memory.recollect(
-            request.guild_id, request.text, channel_id=request.channel_id, relevant_only=True
-        )
+        recalled = await recalling_task
         quoted: set[int] = set()
-        if recalled.text:
+        if recalled is not None and recalled.text:
             parts.append(f"Recalled conversation:\n{recalled.text}")
             members |= {t.user_id for s in recalled.snippets for t in s.turns}
             quoted |= {t.message_id for s in recalled.snippets for t in s.turns}
         return "\n".join(parts) or None, frozenset(members), frozenset(quoted)
+
+    async def _relevant_recall(self, request: Request) -> Recalled | None:
+        try:
+            return await asyncio.wait_for(
+                self._memory.recollect(request.guild_id, request.text, channel_id=request.channel_id, relevant_only=True),
+                self._memory.settings.memory_wait_seconds,
+            )
+        except TimeoutError:
+            log.warning("recall for a message in guild %s took too long; replying without it", request.guild_id)
+            return None
 
     async def recall_memory(self, request: Request, *, relevant_only: bool = False) -> tuple[str, Recalled]:
         """Exactly what the model receives to answer about the past: the asker's facts, then recalled turns."""

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import os
+import sys
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -30,6 +32,17 @@ from tests.model_doubles import RefuseOffline, scripted_model
 
 PG_BASE_URL = os.environ.get("TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
 SNOWFLAKE = 2**60  # real Discord IDs are this large; small test IDs would hide BigInteger mistakes
+SUITE_LIMIT_SECONDS = int(os.environ.get("ELEFANT_SUITE_LIMIT_SECONDS", "1800"))
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # The per-test timeout cannot interrupt a hang in the event loop's own teardown; this can: past the limit,
+    # every thread's stack is printed and the run ends, failed, instead of holding CI until it is killed.
+    faulthandler.dump_traceback_later(SUITE_LIMIT_SECONDS, exit=True, file=sys.stderr)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    faulthandler.cancel_dump_traceback_later()
 
 
 def _asyncpg_dsn(url: str) -> str:

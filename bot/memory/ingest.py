@@ -286,7 +286,9 @@ class WriteBehindQueue:
         # While running we retry for as long as it takes (new operations overflow to disk meanwhile); a stop
         # waits `shutdown_retry_seconds` for storage and then keeps the rest in a spill file.
         retrying = AsyncRetrying(
-            retry=retry_if_exception(lambda exc: not is_refusal(exc)),  # a refused row is isolated below
+            # A cancellation is never retried (tenacity would swallow it and the stop would wait forever); a refused
+            # row is isolated below.
+            retry=retry_if_exception(lambda exc: isinstance(exc, Exception) and not is_refusal(exc)),
             wait=wait_exponential_jitter(initial=0.05, max=5.0),
             stop=lambda state: self._give_up.is_set(),
             sleep=self._pause,

@@ -38,9 +38,9 @@ from db.recall import Turn
 
 log = logging.getLogger(__name__)
 POOL = 120  # full-text candidates, whatever the number of results asked for
-MEMBER_POOL = 60  # a named member's own candidates
-VECTOR_POOL = 150
-SNIPPETS = 30  # hits that become snippets
+MEMBER_POOL = 200  # a named member's own candidates (and those of the time asked about)
+VECTOR_POOL = 200
+SNIPPETS = 200  # hits that may become snippets: the budget decides how many do
 NEIGHBOURS = 10  # the best hits also get the message before and after
 TEXT_WEIGHT, VECTOR_WEIGHT = 0.5, 0.5
 WHO_BONUS = 1.0  # a member the question names: their messages and messages about them
@@ -463,7 +463,7 @@ def pack(
 
     def line(turn: Turn) -> str:
         body = MENTION.sub(lambda m: "@" + names.get(int(m.group(1)), "someone"), turn.text)
-        return f"[{turn.at.astimezone(tz):%Y-%m-%d %H:%M}] {names.get(turn.user_id, 'someone')}: {body}"
+        return f"[{turn.at.astimezone(tz):%Y-%m-%d}] {names.get(turn.user_id, 'someone')}: {body}"
 
     for snippet in snippets:
         block = "\n".join(line(t) for t in snippet.turns)
