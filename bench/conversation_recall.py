@@ -95,6 +95,7 @@ async def measure(
         await memory.embedding.idle()
         await memory.flush()
         embedded = time.perf_counter() - started
+        assert await memory.vectors_ready()
         responder = Responder(memory, router=None, chatter=_unused, policy="anyone")
         general = conv.channels[0].id
         rows, latency = [], []

@@ -66,6 +66,8 @@ class Settings(BaseSettings):
 
     default_timezone: str = "UTC"
     retention_days: int = Field(default=0, ge=0, le=36_500)
+    # SQLite: how soon after a deletion or edit the file is rewritten without the bytes it left (VACUUM)
+    sqlite_compact_seconds: float = Field(default=600.0, ge=0, le=86_400)
     facts_max_chars: int = Field(default=1500, ge=100, le=1_000_000)
     facts_policy: Literal["anyone", "self_and_admins"] = "anyone"
     context_token_budget: int = Field(default=2000, ge=200, le=2_000_000)

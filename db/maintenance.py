@@ -6,6 +6,12 @@ set on every connection, zeroes them), the full-text index's segments (FTS5 `sec
 which rewrites the index without them) and the write-ahead log, whose old frames still hold the pages as they
 were until a checkpoint copies the log back and truncates it. PostgreSQL's dead tuples are reclaimed by
 autovacuum; nothing here for it.
+
+`secure_delete` zeroes a cell when it is deleted, but not every copy SQLite ever made of it: when an UPDATE grows
+a row (an edit, a redaction that rewrites mentions) and its page is rebalanced, the rebuilt page can keep stale
+bytes of moved cells in its unused gap, and a later DELETE zeroes only the live copy (seen here on a 50,000-
+message guild: a forgotten member's edited words were still in the file after forget-me). Only rewriting the
+file removes those, so `compact` (VACUUM) runs some minutes after deletions and edits, once for a burst of them.
 """
 
 from __future__ import annotations
@@ -45,3 +51,24 @@ async def _secure_fts(connection: object) -> bool:
     )
     value = row.scalar()
     return bool(value)
+
+
+async def compact(engine: AsyncEngine) -> bool:
+    """Rewrite the SQLite file without a byte of what was deleted (a VACUUM), then empty the write-ahead log.
+
+    Costs about as much as copying the file once (bench.scrub); readers go on meanwhile, writers wait for it.
+    """
+    if engine.dialect.name != "sqlite":
+        return True
+    async with engine.connect() as connection:
+        autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
+        await autocommit.execute(text("VACUUM"))
+    return await scrub(engine)
+
+
+async def needs_compacting(engine: AsyncEngine) -> bool:
+    """Whether pages were freed since the file was last rewritten: deletions whose bytes may linger."""
+    if engine.dialect.name != "sqlite":
+        return False
+    async with engine.connect() as connection:
+        return bool((await connection.execute(text("PRAGMA freelist_count"))).scalar())

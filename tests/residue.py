@@ -125,8 +125,10 @@ def caches_with(memory: MemoryManager, words: list[str], member: int | None) -> 
 async def residue(
     memory: MemoryManager, words: list[str], member: int | None = None, *, allowed: set[str] = ALLOWED
 ) -> list[str]:
-    """Everything of `words` (or of the member) still kept anywhere, after pending writes and scrubs."""
+    """Everything of `words` (or of the member) still kept anywhere, after pending writes, scrubs and the file
+    rewrite that deletions schedule (SQLITE_COMPACT_SECONDS later in production, at once here)."""
     await memory.flush()
+    await memory.compact_pending()
     return (
         await tables_with(memory, words, member, allowed)
         + files_with(memory, words)

@@ -97,7 +97,14 @@ def one_spill_sentence(stderr: str) -> str:
 
 
 async def test_sigterm_to_run_while_storage_is_away_keeps_every_accepted_message(db_url, engine, tmp_path):
-    env = environment(db_url, DISCORD_TOKEN="fake.token.value", INGEST_FLUSH_MS="50", INGEST_QUEUE_MAX="300")
+    # dpytest's fake guild lists its members only to a bot with the members intent
+    env = environment(
+        db_url,
+        DISCORD_TOKEN="fake.token.value",
+        DISCORD_MEMBERS_INTENT="true",
+        INGEST_FLUSH_MS="50",
+        INGEST_QUEUE_MAX="300",
+    )
     child = await start(["-m", "tests.run_child"], tmp_path, env)
     assert child.stdout is not None
     await wait_for_line(child.stdout, "READY")

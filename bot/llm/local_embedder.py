@@ -10,12 +10,14 @@ About 3–6 ms of CPU a message on this 2-core machine, run off the event loop i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import importlib.util
 import logging
 import math
 import zipfile
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -159,31 +161,67 @@ def load_minilm() -> MiniLM | None:
     return MiniLM(weights, tokenizer)
 
 
+class NotReady(RuntimeError):
+    """The model is still loading: this question goes without vectors (the next one has them)."""
+
+
 class LocalEmbedder:
-    """The Embedder protocol over MiniLM, loaded on first use; the model runs in one thread, off the event loop."""
+    """The Embedder protocol over MiniLM, loaded once in the background; it runs off the event loop, documents
+    in one thread and questions in another, so a question never waits behind a backlog batch."""
 
     model = MODEL
     dimensions = DIMENSIONS
 
     def __init__(self, minilm: MiniLM | None = None) -> None:
         self._minilm = minilm
+        self._loading = threading.Lock()
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="elefant-embed")
+        self._query_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="elefant-embed-query")
+        self._warming: Future[MiniLM] | None = None
+
+    @property
+    def ready(self) -> bool:
+        """Whether the model is loaded (loading takes a second or a few; `warm` starts it)."""
+        return self._minilm is not None
+
+    def warm(self) -> None:
+        """Start loading the model in the background, if it is not loaded or loading yet."""
+        if self._minilm is None and self._warming is None:
+            self._warming = self._thread.submit(self._model)
+
+    async def loaded(self) -> bool:
+        """Wait for the model (a command that answers one question, a benchmark); False if it cannot load."""
+        self.warm()
+        if self._warming is not None:
+            with contextlib.suppress(Exception):  # logged by the loader
+                await asyncio.wrap_future(self._warming)
+        return self.ready
 
     async def embed(self, texts: list[str], *, task: str = "RETRIEVAL_DOCUMENT") -> list[list[float]]:
         """Unit-length vectors, one per text (the task does not change this model's vectors)."""
-        return (await self.embed_array(texts)).tolist()
+        return (await self.embed_array(texts, task=task)).tolist()
 
-    async def embed_array(self, texts: list[str]) -> np.ndarray:
-        """The same as a float32 array."""
+    async def embed_array(self, texts: list[str], *, task: str = "RETRIEVAL_DOCUMENT") -> np.ndarray:
+        """The same as a float32 array. A question (RETRIEVAL_QUERY) raises NotReady while the model loads."""
+        if task == "RETRIEVAL_QUERY":
+            if self._minilm is None:
+                self.warm()
+                raise NotReady("the offline embedding model is still loading")
+            return await asyncio.get_running_loop().run_in_executor(self._query_thread, self._encode, texts)
         return await asyncio.get_running_loop().run_in_executor(self._thread, self._encode, texts)
 
-    def _encode(self, texts: list[str]) -> np.ndarray:
-        if self._minilm is None:
-            self._minilm = load_minilm()
+    def _model(self) -> MiniLM:
+        with self._loading:
             if self._minilm is None:
-                raise RuntimeError("the offline embedding model is not available")
-        return self._minilm.encode(texts)
+                self._minilm = load_minilm()
+                if self._minilm is None:
+                    raise RuntimeError("the offline embedding model is not available")
+            return self._minilm
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        return (self._minilm or self._model()).encode(texts)
 
     def close(self) -> None:
-        """Stop the model's thread."""
+        """Stop the model's threads."""
         self._thread.shutdown(wait=False, cancel_futures=True)
+        self._query_thread.shutdown(wait=False, cancel_futures=True)

@@ -37,7 +37,7 @@ def encoder(embedder: Embedder, task: Task) -> Callable[[list[str]], Awaitable[n
     async def encode(texts: list[str]) -> np.ndarray:
         array = getattr(embedder, "embed_array", None)
         vectors = (
-            await array(texts)
+            await array(texts, task=task)
             if array is not None
             else np.asarray(await embedder.embed(texts, task=task), dtype=np.float32)
         )
@@ -82,6 +82,7 @@ class EmbeddingWorker:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._backlog_done = False
+        self._epochs: dict[int, int] = {}  # a guild's count of drops: a batch embedded across one is discarded
         self.embedded = 0
 
     def note(self, message_id: int, guild_id: int, text: str, user_id: int, at: datetime) -> None:
@@ -89,6 +90,12 @@ class EmbeddingWorker:
         if text.strip():
             self._pending.append(Pending(message_id, guild_id, text, user_id, at.timestamp()))
             self._wake.set()
+
+    def drop(self, guild_id: int) -> None:
+        """Messages of the guild were deleted or rewritten: forget the texts waiting here (those still stored and
+        without a vector come back from the backlog as they are now), and discard a batch being embedded."""
+        self._pending = deque(p for p in self._pending if p.guild_id != guild_id)
+        self._epochs[guild_id] = self._epochs.get(guild_id, 0) + 1
 
     def start(self) -> None:
         """Start the worker (idempotent)."""
@@ -138,7 +145,11 @@ class EmbeddingWorker:
         return [Pending(r.message_id, r.guild_id, r.text, r.user_id, r.at.timestamp()) for r in rows]
 
     async def _embed(self, batch: list[Pending]) -> None:
+        epochs = {p.guild_id: self._epochs.get(p.guild_id, 0) for p in batch}
         vectors = await self._encode([p.text for p in batch])
+        kept = [i for i, p in enumerate(batch) if self._epochs.get(p.guild_id, 0) == epochs[p.guild_id]]
+        if len(kept) < len(batch):
+            batch, vectors = [batch[i] for i in kept], vectors[kept]
         for pending, (blob, scale) in zip(batch, quantize(vectors), strict=True):
             await self._store(MessageVector(pending.message_id, pending.guild_id, self._index.model, blob, scale))
         by_guild: dict[int, list[int]] = {}

@@ -119,6 +119,7 @@ class MemoryManager:
         self.vectors: VectorIndex | None = None
         self.embedding: EmbeddingWorker | None = None
         encode_query = None
+        self._embedder = embedder
         if embedder is not None:
             self.vectors = VectorIndex(self.sessions, embedder.model, dimensions_of(embedder, settings))
             self.embedding = EmbeddingWorker(
@@ -134,6 +135,7 @@ class MemoryManager:
         )
         self.feed = ChangeFeed(engine, self.sessions, self._remote_change)
         self._scrubbing: asyncio.Task[None] | None = None
+        self._compacting: asyncio.Task[None] | None = None  # a file rewrite waiting for a burst of deletions to end
 
     async def start(self, *, background: bool = True) -> None:
         """Load what ingestion needs to decide (opt-outs, channels, zones); start the writer and the change feed,
@@ -142,8 +144,19 @@ class MemoryManager:
         await self.channels.load()
         self.ingest.start()
         await self.feed.start()
+        if background and await maintenance.needs_compacting(self.engine):  # deletions a stop left unfinished
+            self._schedule_compaction()
         if self.embedding is not None and background:
             self.embedding.start()
+            if (warm := getattr(self._embedder, "warm", None)) is not None:
+                warm()  # questions go on words alone until the model is loaded
+
+    async def vectors_ready(self) -> bool:
+        """Wait until questions can be embedded (a one-question command); False without vectors."""
+        if self._embedder is None:
+            return False
+        loaded = getattr(self._embedder, "loaded", None)
+        return True if loaded is None else bool(await loaded())
 
     async def _load_choices(self) -> None:
         async with self.sessions() as session:
@@ -333,6 +346,7 @@ class MemoryManager:
         self.window.drop(guild_id, None)  # the statement may be in any line of the guild's windows
         self._invalidate(guild_id, user_id, messages_gone=True)
         await maintenance.scrub(self.engine)
+        self._schedule_compaction()
         redacted = done.counts["messages"] + done.counts["bot_replies"] + done.counts["summaries"]
         return FactChange(
             change.before, change.after, change.revision_id, found=change.found or redacted > 0, redacted=redacted
@@ -528,6 +542,7 @@ class MemoryManager:
         self.window.drop(guild_id, user_id if what == "forget_member" else None)
         self._invalidate(guild_id, user_id, messages_gone=what != "channel")
         await maintenance.scrub(self.engine)
+        self._schedule_compaction()
         log.info("deleted in guild %s: %s", guild_id, dict(counts))
         return counts
 
@@ -553,6 +568,8 @@ class MemoryManager:
             self._context.drop(guild_id)
         if self.vectors is not None and messages_gone:
             self.vectors.drop(guild_id)  # rebuilt from SQL, where deleted messages took their vectors along
+        if self.embedding is not None:
+            self.embedding.drop(guild_id)  # texts waiting to be embedded may be deleted or rewritten ones
 
     async def _remote_change(self, change: Change) -> None:
         """Another process changed memory: follow it."""
@@ -589,10 +606,36 @@ class MemoryManager:
         """Deleted in Discord: compact soon (one scrub for a burst of deletes), not on every event."""
         if self._scrubbing is None or self._scrubbing.done():
             self._scrubbing = asyncio.create_task(self._scrub_later(), name="elefant-scrub")
+        self._schedule_compaction()
 
     async def _scrub_later(self) -> None:
         await asyncio.sleep(SCRUB_DELAY_SECONDS)
         await maintenance.scrub(self.engine)
+
+    def _schedule_compaction(self) -> None:
+        """Rewrite the SQLite file SQLITE_COMPACT_SECONDS after deletions or edits (once for a burst of them)."""
+        if self.engine.dialect.name != "sqlite":
+            return
+        if self._compacting is None or self._compacting.done():
+            self._compacting = asyncio.create_task(self._compact_later(), name="elefant-compact")
+
+    async def _compact_later(self) -> None:
+        await asyncio.sleep(self.settings.sqlite_compact_seconds)
+        await self._compact()
+
+    async def _compact(self) -> None:
+        try:
+            await maintenance.compact(self.engine)
+        except Exception:  # the rows are gone already; the bytes go at the next compaction
+            log.exception("rewriting the database file after deletions failed; trying again at the next start")
+
+    async def compact_pending(self) -> None:
+        """Rewrite the file now if deletions are waiting for it (a stop, a purge from the command line, tests)."""
+        if self._compacting is not None and not self._compacting.done():
+            self._compacting.cancel()
+            await asyncio.gather(self._compacting, return_exceptions=True)
+            self._compacting = None
+            await self._compact()
 
     async def flush(self) -> None:
         """Wait until everything queued so far is committed (usage records and a pending scrub included)."""
@@ -612,6 +655,9 @@ class MemoryManager:
         if self._scrubbing is not None:
             self._scrubbing.cancel()
             await asyncio.gather(self._scrubbing, return_exceptions=True)
+        if self._compacting is not None and not self._compacting.done():
+            log.info("rewriting the database file so that what was deleted leaves it")
+            await self.compact_pending()
         # Outermost first: a context build waits on rollups and summaries, which would otherwise outlive the
         # engine and leave a connection to the garbage collector.
         for part in (self._context, self.rollups, self.summaries):

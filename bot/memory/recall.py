@@ -34,6 +34,7 @@ from bot.memory.question import Question, addressed_only, words_of
 from bot.memory.vector_index import VectorIndex
 from bot.text import MENTION, WORD, stem
 from db import recall as store
+from bot.llm.local_embedder import NotReady
 from db.recall import Turn
 
 log = logging.getLogger(__name__)
@@ -304,6 +305,8 @@ class Recall:
             if window is not None:
                 span = (window[0].timestamp(), window[1].timestamp())
                 nearest += await self._index.search(guild_id, query, MEMBER_POOL, window=span)
+        except NotReady:  # the model is loading (a fresh start): this question goes on words alone
+            return {}
         except Exception:  # the optional half failing leaves the words working
             log.warning("vector search failed; recall uses words only", exc_info=True)
             return {}

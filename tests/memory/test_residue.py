@@ -247,3 +247,36 @@ async def test_a_reply_built_from_an_opted_out_members_words_is_not_stored(world
     assert found and all(line.startswith(("user_facts", "fact_revisions", "chat_fts", "summary_fts")) for line in found)
     # … but neither his request nor the bot's reply quoting it is stored as a message.
     assert not any(line.startswith(("chat_history", "chat_fts")) for line in found)
+
+
+async def test_deletions_are_followed_by_a_rewrite_of_the_sqlite_file(sqlite_template, tmp_path):
+    # secure_delete zeroes the cell a DELETE removes, not the stale copies a page rebalance can leave behind
+    # when rows grow (edits): bench.scrub finds a forgotten member's edited words in a 50,000-message file
+    # without the rewrite, in none with it. Here: the deletion frees pages, and the rewrite leaves none.
+    import shutil
+
+    from bot.settings import Settings
+    from db.engine import create_engine
+
+    path = tmp_path / "guild.db"
+    shutil.copy(sqlite_template, path)
+    url = f"sqlite+aiosqlite:///{path}"
+    engine = create_engine(url)
+    memory = MemoryManager(engine, Settings(_env_file=None, database_url=url, gemini_api_key=None, discord_token=None))  # type: ignore[call-arg]
+    await memory.start()
+    try:
+        for i in range(400):
+            author, name = (ALICE, "alice") if i % 2 else (BOB, "bob")
+            await memory.ingest_message(message(f"persimmon {i} " + "words " * 40, author=author, name=name))
+        await memory.flush()
+        await memory.forget_member(GUILD, ALICE)
+        await memory.flush()
+        async with engine.connect() as connection:
+            freed = (await connection.exec_driver_sql("PRAGMA freelist_count")).scalar()
+        assert freed, "the deletion freed pages whose old bytes only a rewrite is sure to remove"
+        assert await residue(memory, [], ALICE) == []
+        async with engine.connect() as connection:
+            assert (await connection.exec_driver_sql("PRAGMA freelist_count")).scalar() == 0  # rewritten
+    finally:
+        await memory.close()
+        await engine.dispose()
