@@ -29,7 +29,6 @@ from bot.settings import Settings
 from db import maintenance
 
 
-
 def _insecure(dbapi_connection: object, _record: object) -> None:
     cursor = dbapi_connection.cursor()  # type: ignore[attr-defined]
     cursor.execute("PRAGMA secure_delete=OFF")
@@ -57,11 +56,11 @@ async def _forget(path: Path, members: list[int], *, secure: bool, marker: str) 
             async with engine.begin() as connection:
                 await connection.execute(text("INSERT INTO chat_fts(chat_fts, rank) VALUES ('secure-delete', 0)"))
         async with engine.begin() as connection:  # a word only the forgotten members used
-            await connection.execute(
-                text("UPDATE chat_history SET message_text = message_text || ' ' || :marker WHERE user_id IN (%s)"
-                     % ",".join(str(m) for m in members)),
-                {"marker": marker},
-            )
+            for member in members:
+                await connection.execute(
+                    text("UPDATE chat_history SET message_text = message_text || ' ' || :marker WHERE user_id = :u"),
+                    {"marker": marker, "u": member},
+                )
         await maintenance.scrub(engine)
         real_scrub = maintenance.scrub
 

@@ -121,10 +121,10 @@ class Responder:
 
     async def _relevant_recall(self, request: Request) -> Recalled | None:
         try:
-            return await asyncio.wait_for(
-                self._memory.recollect(request.guild_id, request.text, channel_id=request.channel_id, relevant_only=True),
-                self._memory.settings.memory_wait_seconds,
+            recalling = self._memory.recollect(
+                request.guild_id, request.text, channel_id=request.channel_id, relevant_only=True
             )
+            return await asyncio.wait_for(recalling, self._memory.settings.memory_wait_seconds)
         except TimeoutError:
             log.warning("recall for a message in guild %s took too long; replying without it", request.guild_id)
             return None

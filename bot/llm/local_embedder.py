@@ -15,8 +15,8 @@ import hashlib
 import importlib.util
 import logging
 import math
-import zipfile
 import threading
+import zipfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 

@@ -29,12 +29,12 @@ from zoneinfo import ZoneInfo
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.llm.local_embedder import NotReady
 from bot.llm.tokens import estimate_tokens
 from bot.memory.question import Question, addressed_only, words_of
 from bot.memory.vector_index import VectorIndex
 from bot.text import MENTION, WORD, stem
 from db import recall as store
-from bot.llm.local_embedder import NotReady
 from db.recall import Turn
 
 log = logging.getLogger(__name__)
