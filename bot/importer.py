@@ -249,6 +249,6 @@ async def import_file(
                 wait=True,  # an import must not outrun storage: it waits for room instead of spilling to disk
             )
     tracking.done = tracking.total
-    await memory.flush()
+    await memory.optimize()  # stored, and the query planner knows the guild's new size
     stored = len(export.messages) - skipped - notices
     return ImportResult(path, export.guild.name, channel.name, stored, skipped, notices, guild_id, is_private)

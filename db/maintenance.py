@@ -72,3 +72,17 @@ async def needs_compacting(engine: AsyncEngine) -> bool:
         return False
     async with engine.connect() as connection:
         return bool((await connection.execute(text("PRAGMA freelist_count"))).scalar())
+
+
+async def optimize(engine: AsyncEngine) -> None:
+    """Keep the query planner's statistics current (SQLite; PostgreSQL's autovacuum analyses by itself).
+
+    Without them SQLite reads a whole guild through the guild index to fetch a few hundred messages by id (a
+    question's candidates: 10 ms at 20,000 messages, linear in the guild); with them it looks each one up.
+    Cheap when nothing changed much since the last time.
+    """
+    if engine.dialect.name != "sqlite":
+        return
+    async with engine.connect() as connection:
+        await connection.execute(text("PRAGMA optimize=0x10002"))
+        await connection.commit()

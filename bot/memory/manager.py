@@ -136,6 +136,7 @@ class MemoryManager:
         self.feed = ChangeFeed(engine, self.sessions, self._remote_change)
         self._scrubbing: asyncio.Task[None] | None = None
         self._compacting: asyncio.Task[None] | None = None  # a file rewrite waiting for a burst of deletions to end
+        self._optimizing: asyncio.Task[None] | None = None
 
     async def start(self, *, background: bool = True) -> None:
         """Load what ingestion needs to decide (opt-outs, channels, zones); start the writer and the change feed,
@@ -146,6 +147,8 @@ class MemoryManager:
         await self.feed.start()
         if background and await maintenance.needs_compacting(self.engine):  # deletions a stop left unfinished
             self._schedule_compaction()
+        if background:
+            self._optimizing = asyncio.create_task(self._optimize_every_hour(), name="elefant-optimize")
         if self.embedding is not None and background:
             self.embedding.start()
             if (warm := getattr(self._embedder, "warm", None)) is not None:
@@ -629,6 +632,19 @@ class MemoryManager:
         except Exception:  # the rows are gone already; the bytes go at the next compaction
             log.exception("rewriting the database file after deletions failed; trying again at the next start")
 
+    async def _optimize_every_hour(self) -> None:
+        while True:
+            try:
+                await maintenance.optimize(self.engine)
+            except Exception:  # statistics are an optimisation; the next hour tries again
+                log.warning("updating the query planner's statistics failed", exc_info=True)
+            await asyncio.sleep(3600)
+
+    async def optimize(self) -> None:
+        """Update the query planner's statistics now (after an import)."""
+        await self.flush()
+        await maintenance.optimize(self.engine)
+
     async def compact_pending(self) -> None:
         """Rewrite the file now if deletions are waiting for it (a stop, a purge from the command line, tests)."""
         if self._compacting is not None and not self._compacting.done():
@@ -655,6 +671,9 @@ class MemoryManager:
         if self._scrubbing is not None:
             self._scrubbing.cancel()
             await asyncio.gather(self._scrubbing, return_exceptions=True)
+        if self._optimizing is not None:
+            self._optimizing.cancel()
+            await asyncio.gather(self._optimizing, return_exceptions=True)
         if self._compacting is not None and not self._compacting.done():
             log.info("rewriting the database file so that what was deleted leaves it")
             await self.compact_pending()
