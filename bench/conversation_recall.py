@@ -95,7 +95,7 @@ async def measure(
         await memory.embedding.idle()
         await memory.flush()
         embedded = time.perf_counter() - started
-        assert await memory.vectors_ready()
+        assert await memory.vectors_ready(conv.guild_id)
         responder = Responder(memory, router=None, chatter=_unused, policy="anyone")
         general = conv.channels[0].id
         rows, latency = [], []

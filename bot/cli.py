@@ -182,7 +182,7 @@ async def recall(guild_id: int, channel_id: int | None, asker: int, at: datetime
     when = _utc(at)
     async with open_app(settings, clock=FakeClock(when) if when else None) as app:
         request = Request(guild_id, asker, question, channel_id=channel_id)
-        await app.memory.vectors_ready()  # one question: worth waiting the second the model takes to load
+        await app.memory.vectors_ready(guild_id)  # one question: worth waiting for the model and the index
         memory, _ = await app.responder.recall_memory(request)
         waiting = await app.memory.unembedded_count()
     click.echo(memory or "(nothing found)")

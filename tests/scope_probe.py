@@ -97,6 +97,8 @@ async def build(engine: AsyncEngine, settings: Settings, *, vectors: bool = Fals
     if memory.embedding is not None:  # the vector path must have something to find
         await memory.embedding.idle()
         await memory.flush()
+        for guild in (GUILD, OTHER_GUILD):  # questions search the index once it is built (they never wait for it)
+            assert await memory.vectors_ready(guild)
     assert memory.summaries is not None
     await memory.get_memories(OTHER_GUILD, ALICE)  # H's summaries and history of alice exist first …
     await memory.summaries.past_day(GUILD, (NOW - timedelta(days=2)).date())  # … then G's, with carol in them

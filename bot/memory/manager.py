@@ -154,10 +154,13 @@ class MemoryManager:
             if (warm := getattr(self._embedder, "warm", None)) is not None:
                 warm()  # questions go on words alone until the model is loaded
 
-    async def vectors_ready(self) -> bool:
-        """Wait until questions can be embedded (a one-question command); False without vectors."""
-        if self._embedder is None:
+    async def vectors_ready(self, guild_id: int | None = None) -> bool:
+        """Wait until questions can be embedded and searched in the guild's index (a one-question command, a
+        benchmark); False without vectors. Replies never wait: they go on words alone meanwhile."""
+        if self._embedder is None or self.vectors is None:
             return False
+        if guild_id is not None:
+            await self.vectors.warm(guild_id)
         loaded = getattr(self._embedder, "loaded", None)
         return True if loaded is None else bool(await loaded())
 

@@ -295,6 +295,9 @@ class Recall:
         named member's own messages, and within the time the question points at; text candidates get theirs."""
         if self._index is None or self._encode is None or not self.options.vectors:
             return {}
+        if not self._index.loaded(guild_id):  # a question never waits for the guild's index to be built
+            self._index.warm(guild_id)
+            return {}
         named = {n for names in question.members.values() for n in names}
         plain = " ".join(w for w in WORD.findall(question.text) if w.lower() not in named)
         try:

@@ -156,14 +156,26 @@ class VectorIndex:
             found[message_id] = float(np.dot(vector, query))
         return found
 
+    def loaded(self, guild_id: int) -> bool:
+        """Whether the guild's index is in memory (building it reads every vector: seconds in a large guild)."""
+        return guild_id in self._guilds
+
+    def warm(self, guild_id: int) -> asyncio.Task[_Guild]:
+        """Start building the guild's index in the background (once)."""
+        task = self._loading.get(guild_id)
+        if task is None:
+            task = self._loading[guild_id] = asyncio.create_task(self._load_into(guild_id))
+            task.add_done_callback(lambda _: self._loading.pop(guild_id, None))
+        return task
+
+    async def _load_into(self, guild_id: int) -> _Guild:
+        guild = self._guilds[guild_id] = await self._load(guild_id)
+        return guild
+
     async def _guild(self, guild_id: int) -> _Guild:
         guild = self._guilds.get(guild_id)
         if guild is None:
-            task = self._loading.get(guild_id)
-            if task is None:
-                task = self._loading[guild_id] = asyncio.create_task(self._load(guild_id))
-                task.add_done_callback(lambda _: self._loading.pop(guild_id, None))
-            guild = self._guilds[guild_id] = await asyncio.shield(task)
+            guild = await asyncio.shield(self.warm(guild_id))
         elif time.monotonic() - guild.synced > SYNC_SECONDS:
             guild.synced = time.monotonic()
             await self._sync(guild_id, guild)

@@ -67,6 +67,7 @@ async def fill(memory: MemoryManager) -> None:
     if memory.embedding is not None:
         await memory.embedding.idle()  # embedded in the background
         await memory.flush()
+        assert await memory.vectors_ready(GUILD)  # the guild's index is built (replies never wait for it)
 
 
 async def test_meaning_finds_what_words_miss(build, stub):
@@ -97,6 +98,7 @@ async def test_vectors_are_stored_per_message_and_go_with_it(build, stub):
         assert await session.scalar(select(func.count()).select_from(MessageVector)) == 4
     requests = len(stub.embedded)
     other = await build()  # another process reads them from SQL: nothing is embedded again
+    await other.vectors_ready(GUILD)
     await other.recall(GUILD, "exam", now=T0)
     assert len(stub.embedded) == requests + 1  # only the question
     await memory.forget_member(GUILD, BOB)  # deleted means deleted: the vectors go with the messages
@@ -114,3 +116,15 @@ async def test_a_failing_embedding_model_leaves_text_recall_working(build, stub)
     stub.embedder = broken
     hits = await memory.recall(GUILD, "blue kettle", now=T0)
     assert hits and hits[0].text == "the blue kettle is broken"
+
+
+async def test_a_question_never_waits_for_the_guilds_index_to_be_built(build, stub):
+    memory = await build()
+    await fill(memory)
+    fresh = await build()  # a process that has not built this guild's index yet (seconds in a large guild)
+    assert fresh.vectors is not None and not fresh.vectors.loaded(GUILD)
+    hits = await fresh.recall(GUILD, "blue kettle", now=T0)
+    assert hits[0].text == "the blue kettle is broken"  # the words answer at once
+    assert await fresh.vectors_ready(GUILD) and fresh.vectors.loaded(GUILD)  # built meanwhile, for the next one
+    hits = await fresh.recall(GUILD, "when is the exam?", now=T0)
+    assert hits[0].text == "my finals are on friday, wish me luck"
