@@ -17,6 +17,7 @@ One retrieval path for every reply (questions about the past, and chat):
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 from collections import Counter
@@ -198,6 +199,7 @@ class Recall:
         turns: dict[int, Turn] = {}
         summaries: dict[tuple[int, date], store.SummaryRow] = {}
         tz = ZoneInfo(zone)
+        embedding = self._embed_question(guild_id, question)  # in its own thread while SQL finds candidates
         async with self._sessions() as session:
             searches = [(user_id, terms, POOL)] + [(m, terms, MEMBER_POOL) for m in members if user_id in (None, m)]
             for author, words, size in searches:
@@ -266,7 +268,7 @@ class Recall:
             cosine = await self._meaning(
                 session,
                 guild_id,
-                question,
+                embedding,
                 turns,
                 here=here,
                 since=since,
@@ -278,11 +280,22 @@ class Recall:
         summary_hits = self._rank_summaries(guild_id, terms, list(summaries.values()), tz)
         return hits, summary_hits
 
+    def _embed_question(self, guild_id: int, question: Question) -> asyncio.Future[np.ndarray] | None:
+        """The question's vector, begun now (None: no vectors for this question)."""
+        if self._index is None or self._encode is None or not self.options.vectors:
+            return None
+        if not self._index.loaded(guild_id):  # a question never waits for the guild's index to be built
+            self._index.warm(guild_id)
+            return None
+        named = {n for names in question.members.values() for n in names}
+        plain = " ".join(w for w in WORD.findall(question.text) if w.lower() not in named)
+        return asyncio.ensure_future(self._encode(plain or question.text))
+
     async def _meaning(
         self,
         session: AsyncSession,
         guild_id: int,
-        question: Question,
+        embedding: asyncio.Future[np.ndarray] | None,
         turns: dict[int, Turn],
         *,
         here: int | None,
@@ -293,15 +306,10 @@ class Recall:
     ) -> dict[int, float]:
         """Cosines to the question: the nearest vectors join the candidates — in the whole guild, among each
         named member's own messages, and within the time the question points at; text candidates get theirs."""
-        if self._index is None or self._encode is None or not self.options.vectors:
+        if embedding is None or self._index is None:
             return {}
-        if not self._index.loaded(guild_id):  # a question never waits for the guild's index to be built
-            self._index.warm(guild_id)
-            return {}
-        named = {n for names in question.members.values() for n in names}
-        plain = " ".join(w for w in WORD.findall(question.text) if w.lower() not in named)
         try:
-            query = (await self._encode(plain or question.text)).astype(np.float32)
+            query = (await embedding).astype(np.float32)
             nearest = await self._index.search(guild_id, query, VECTOR_POOL)
             for member in members:
                 nearest += await self._index.search(guild_id, query, MEMBER_POOL, author=member)
