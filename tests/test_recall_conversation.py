@@ -80,3 +80,58 @@ async def test_nothing_found_says_so(memory):
     responder = Responder(memory, router=None, chatter=memory.turns.chat, policy="anyone")
     answer = await responder.respond(Request(GUILD, ALICE, "when did we talk about volcanoes?"))
     assert answer.text == "I couldn't find anything about that in what I've kept from this server."
+
+
+async def test_chat_carries_what_recall_finds_to_the_model(memory, llm):
+    received: list[str | None] = []
+
+    async def chat(request, context):
+        received.append(context)
+        return await memory.turns.chat(request, context)
+
+    responder = Responder(memory, router=None, chatter=chat, policy="anyone")
+    answer = await responder.respond(
+        Request(GUILD, ALICE, "good luck to Bob with the chemistry exam on the 14th!", channel_id=CHANNEL)
+    )
+    assert answer.route is Route.CHAT
+    assert received and "Recalled conversation:" in received[0]
+    assert "Bob: my chemistry exam is on the 14th" in received[0]  # the exact text the model is given
+    assert memory.planted.message_id in answer.quoted  # and the stored reply knows what it was built from
+
+
+async def test_chat_about_nothing_in_particular_gets_no_recall(memory):
+    received: list[str | None] = []
+
+    async def chat(request, context):
+        received.append(context)
+        return "ok"
+
+    responder = Responder(memory, router=None, chatter=chat, policy="anyone")
+    await responder.respond(Request(GUILD, ALICE, "how are you doing today?", channel_id=CHANNEL))
+    assert "Recalled conversation" not in (received[0] or "")
+
+
+async def test_a_paraphrased_question_finds_its_answer_offline(engine, settings, llm):
+    from bot.llm.local_embedder import LocalEmbedder
+
+    memory = MemoryManager(engine, settings, llm=llm, clock=FakeClock(T0), embedder=LocalEmbedder())
+    await memory.start()
+    try:
+        for msg in (
+            message("my chemistry exam is on the 14th", author=BOB, name="Bob", at=T0 - timedelta(days=120)),
+            message("pizza tonight?", author=ALICE, name="Ana", at=T0 - timedelta(days=1)),
+            message("the weather is lovely", author=ALICE, name="Ana", at=T0 - timedelta(days=2)),
+        ):
+            await memory.ingest_message(msg)
+        await memory.flush()
+        assert memory.embedding is not None
+        await memory.embedding.idle()
+        await memory.flush()
+        assert await memory.vectors_ready(GUILD)
+        responder = Responder(memory, router=None, chatter=lambda r, c: "unused", policy="anyone")
+        received, _ = await responder.recall_memory(
+            Request(GUILD, ALICE, "when are Bob's finals at school?", channel_id=CHANNEL)
+        )
+        assert "my chemistry exam is on the 14th" in received  # no word in common, four months old
+    finally:
+        await memory.close()

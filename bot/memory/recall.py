@@ -111,6 +111,7 @@ class Hit:
     reply_to_id: int | None = None
     coverage: float = 0.0  # share of the question's words present
     cosine: float = 0.0  # similarity of meaning (0 without vectors)
+    matched: int = 0  # how many of the question's words are present
 
     @property
     def jump_url(self) -> str | None:
@@ -126,7 +127,8 @@ class Hit:
 
     def relevant(self) -> bool:
         """Worth telling a chat about unasked: most of the question's words, or clearly the same meaning."""
-        return self.coverage >= 0.75 or self.cosine >= 0.5
+        # Three shared words of a longer message are as telling as most words of a short one.
+        return self.coverage >= 0.75 or (self.matched >= 3 and self.coverage >= 0.5) or self.cosine >= 0.5
 
 
 @dataclass
@@ -361,7 +363,8 @@ class Recall:
             age = max(0.0, (now - turn.at).total_seconds() / 86400)
             score += RECENCY * math.exp(-rate * age)
             present = {stem(w) for w in WORD.findall(turn.text.lower())}
-            coverage = len(stems & present) / len(stems) if stems else 0.0
+            matched = len(stems & present)
+            coverage = matched / len(stems) if stems else 0.0
             hits.append(
                 Hit(
                     "message",
@@ -375,6 +378,7 @@ class Recall:
                     turn.reply_to_id,
                     coverage,
                     cos,
+                    matched,
                 )
             )
         hits.sort(key=lambda h: (-round(h.score, 9), -h.at.timestamp(), h.message_id or 0))
