@@ -32,7 +32,7 @@ from tests.model_doubles import RefuseOffline, scripted_model
 
 PG_BASE_URL = os.environ.get("TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
 SNOWFLAKE = 2**60  # real Discord IDs are this large; small test IDs would hide BigInteger mistakes
-SUITE_LIMIT_SECONDS = int(os.environ.get("ELEFANT_SUITE_LIMIT_SECONDS", "1800"))
+SUITE_LIMIT_SECONDS = int(os.environ.get("ELEFANT_SUITE_LIMIT_SECONDS", "3600"))
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
