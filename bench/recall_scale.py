@@ -20,13 +20,16 @@ import random
 import sqlite3
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
+import asyncpg
 import faiss
 import numpy as np
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bench.common import print_table, sqlite_engine
-from bench.recall import CHANNELS, GUILD, NAMES, NOW, build, pct, vocabulary
+from bench.common import postgres_engine, print_table, sqlite_engine
+from bench.recall import CHANNELS, GUILD, NAMES, NOW, Plant, build, pct, vocabulary
 from bot.conversation import Request
 from bot.llm.client import LLM
 from bot.llm.local_embedder import DIMENSIONS, MODEL, LocalEmbedder
@@ -71,7 +74,31 @@ async def _unused(request: Request, memory: str | None) -> str:
     raise AssertionError("the benchmark never asks the model")
 
 
-async def measure(messages: int, seed: int, directory: Path) -> list[list[str]]:
+async def copy_to_postgres(path: Path, engine: AsyncEngine) -> float:
+    """The same guild, messages and vectors, copied into a migrated PostgreSQL database; seconds taken."""
+    began = time.perf_counter()
+    url = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    target = await asyncpg.connect(url)
+    source = sqlite3.connect(path)
+    try:
+        for table, columns in (
+            ("chat_history", "message_id, guild_id, channel_id, user_id, message_text, timestamp"),
+            ("message_vectors", "message_id, guild_id, model, vector, scale"),
+        ):
+            names = [c.strip() for c in columns.split(",")]
+            cursor = source.execute(f"SELECT {columns} FROM {table}")
+            while rows := cursor.fetchmany(CHUNK):
+                if table == "chat_history":
+                    rows = [(*r[:5], datetime.fromisoformat(r[5]).replace(tzinfo=UTC)) for r in rows]
+                await target.copy_records_to_table(table, records=rows, columns=names)
+        await target.execute("ANALYZE")
+    finally:
+        source.close()
+        await target.close()
+    return time.perf_counter() - began
+
+
+async def measure(messages: int, seed: int, directory: Path, postgres: str | None = None) -> list[list[str]]:
     async with sqlite_engine(directory) as engine:
         path = Path(str(engine.url.database))
         began = time.perf_counter()
@@ -82,52 +109,69 @@ async def measure(messages: int, seed: int, directory: Path) -> list[list[str]]:
         per_vector_sql = (path.stat().st_size - before) / messages  # noqa: ASYNC240
         await maintenance.optimize(engine)
         print(f"{messages:,} messages built in {built:.0f} s, vectors stored in {vector_seconds:.0f} s")
-        settings = Settings(
-            _env_file=None, database_url=str(engine.url), gemini_api_key=None, discord_token=None
-        )  # type: ignore[call-arg]
-        memory = MemoryManager(
-            engine, settings, llm=LLM(None, prompts=load_prompts()), clock=FakeClock(NOW), embedder=LocalEmbedder()
+        rows = await _questions(
+            engine, plants, messages=messages, seed=seed, per_vector_sql=per_vector_sql, name="SQLite"
         )
-        await memory.start(background=False)
-        for i, name in enumerate(NAMES):
-            await memory.note_member(GUILD, 2**60 + 5000 + i, name, name.lower())
-        assert memory.vectors is not None
-        began = time.perf_counter()
-        assert await memory.vectors_ready(GUILD)
-        index_seconds = time.perf_counter() - began
-        index = memory.vectors._guilds[GUILD].index  # noqa: SLF001 - measuring its size
-        per_vector_index = len(faiss.serialize_index(index)) / messages
-        responder = Responder(memory, router=None, chatter=_unused, policy="anyone")
-        rng = random.Random(seed + 1)
-        vocab, _ = vocabulary(random.Random(seed))
-        questions = [p.question for p in plants] + [
-            f"what did people say about {' '.join(rng.sample(vocab[15:800], 2))}?" for _ in range(300)
-        ]
-        await responder.recall_memory(Request(GUILD, 2**60 + 4999, questions[0], channel_id=CHANNELS[0]))
-        timings = []
-        for question in questions:
-            request = Request(GUILD, 2**60 + 4999, question, channel_id=CHANNELS[0])
-            began = time.perf_counter()
-            await responder.recall_memory(request)
-            timings.append((time.perf_counter() - began) * 1000)
-        await memory.close()
-    return [
-        ["messages (each with a vector)", f"{messages:,}"],
-        ["vector index build (background, first question after a start)", f"{index_seconds:.1f} s"],
-        [f"recall p50 / p99 ({len(questions)} questions, question embedded)", f"{pct(timings, 50):.1f} / {pct(timings, 99):.1f} ms"],
-        ["bytes per vector in SQL (int8 × scale, with row and index)", f"{per_vector_sql:,.0f}"],
-        ["bytes per vector in the index (serialised)", f"{per_vector_index:,.0f}"],
+    if postgres:
+        async with postgres_engine(postgres) as pg:
+            print(f"copied to PostgreSQL in {await copy_to_postgres(path, pg):.0f} s")
+            rows += await _questions(pg, plants, messages=messages, seed=seed, per_vector_sql=None, name="PostgreSQL")
+    return rows
+
+
+async def _questions(
+    engine: AsyncEngine, plants: list[Plant], *, messages: int, seed: int, per_vector_sql: float | None, name: str
+) -> list[list[str]]:
+    settings = Settings(_env_file=None, database_url=str(engine.url), gemini_api_key=None, discord_token=None)  # type: ignore[call-arg]
+    memory = MemoryManager(
+        engine, settings, llm=LLM(None, prompts=load_prompts()), clock=FakeClock(NOW), embedder=LocalEmbedder()
+    )
+    await memory.start(background=False)
+    for i, member in enumerate(NAMES):
+        await memory.note_member(GUILD, 2**60 + 5000 + i, member, member.lower())
+    assert memory.vectors is not None
+    began = time.perf_counter()
+    assert await memory.vectors_ready(GUILD)
+    index_seconds = time.perf_counter() - began
+    index = memory.vectors._guilds[GUILD].index  # measuring its size
+    per_vector_index = len(faiss.serialize_index(index)) / messages
+    responder = Responder(memory, router=None, chatter=_unused, policy="anyone")
+    rng = random.Random(seed + 1)
+    vocab, _ = vocabulary(random.Random(seed))
+    questions = [p.question for p in plants] + [
+        f"what did people say about {' '.join(rng.sample(vocab[15:800], 2))}?" for _ in range(300)
     ]
+    await responder.recall_memory(Request(GUILD, 2**60 + 4999, questions[0], channel_id=CHANNELS[0]))
+    timings = []
+    for question in questions:
+        request = Request(GUILD, 2**60 + 4999, question, channel_id=CHANNELS[0])
+        began = time.perf_counter()
+        await responder.recall_memory(request)
+        timings.append((time.perf_counter() - began) * 1000)
+    await memory.close()
+    rows = [
+        [f"{name}: messages (each with a vector)", f"{messages:,}"],
+        [f"{name}: vector index build (background, first question after a start)", f"{index_seconds:.1f} s"],
+        [
+            f"{name}: recall p50 / p99 ({len(questions)} questions, question embedded)",
+            f"{pct(timings, 50):.1f} / {pct(timings, 99):.1f} ms",
+        ],
+        [f"{name}: bytes per vector in the index (serialised)", f"{per_vector_index:,.0f}"],
+    ]
+    if per_vector_sql is not None:
+        rows.append([f"{name}: bytes per vector in SQL (int8 × scale, row and index)", f"{per_vector_sql:,.0f}"])
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--postgres", help="also measure on PostgreSQL (a server URL; a database is made and dropped)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="elefant-scale-") as tmp:
-        rows = asyncio.run(measure(args.messages, args.seed, Path(tmp)))
-    print_table("Recall at scale (SQLite, offline model for the question)", ["measure", "value"], rows)
+        rows = asyncio.run(measure(args.messages, args.seed, Path(tmp), args.postgres))
+    print_table("Recall at scale (offline model for the question)", ["measure", "value"], rows)
 
 
 if __name__ == "__main__":
