@@ -50,7 +50,7 @@ def database_problem(exc: BaseException, database_url: str) -> str | None:
     if isinstance(exc, OSError) and url.get_backend_name() != "sqlite":
         return _unreachable(exc, where, url.host or "localhost", url.port or 5432)
     if isinstance(exc, OSError | DBAPIError):
-        return _refused(exc.orig if isinstance(exc, DBAPIError) else exc, where, url)
+        return _refused(exc.orig or exc if isinstance(exc, DBAPIError) else exc, where, url)
     return None
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import exists, func, or_, select, text, union
+from sqlalchemy import TextClause, exists, func, or_, select, text, union
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import scope as scoping
@@ -45,7 +45,7 @@ _GUILD_TABLES = (
 async def guild_stats(session: AsyncSession, guild_id: int, *, now: datetime) -> dict[str, int]:
     """What is stored for a guild, and what the model cost in the last 24 hours."""
 
-    def in_guild(table: str) -> object:
+    def in_guild(table: str) -> TextClause:
         return scoping.clause(scoping.GUILD, table, Scope(guild_id))
 
     async def scalar(query: object) -> int:

@@ -182,3 +182,15 @@ def test_context_takes_a_time_with_a_space(seeded):
     result = invoke("context", "--guild", str(GUILD), "--user", str(ALICE), "--at", "2026-11-20 18:00")
     assert result.exit_code == 0, result.output
     assert "alice bakes bread" in result.stdout
+
+
+def test_embed_then_recall_through_the_vectors(seeded):
+    before = invoke("recall", "--guild", str(GUILD), "what does alice bake?")
+    assert before.exit_code == 0, before.output
+    assert "3 stored messages are not embedded yet" in before.stderr
+    embedded = invoke("embed")
+    assert embedded.exit_code == 0, embedded.output
+    assert embedded.stdout == "Embedded 3 messages.\n"
+    after = invoke("recall", "--guild", str(GUILD), "what does alice bake?")
+    assert after.exit_code == 0, after.output
+    assert "I bake bread on Sundays" in after.stdout and after.stderr == ""
