@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import faulthandler
 import os
-import sys
 import shutil
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
