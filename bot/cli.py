@@ -479,6 +479,11 @@ def invite(client_id: int | None) -> None:
 
     if client_id is None and settings.discord_token is not None:
         client_id = application_id_from_token(settings.discord_token.get_secret_value())
+        if client_id is None:
+            raise click.UsageError(
+                "DISCORD_TOKEN does not look like a bot token (it starts with the bot's id); copy it again from the "
+                "developer portal, or pass --client-id (the Application ID on its General Information page)"
+            )
     if client_id is None:
         raise click.UsageError(
             "pass --client-id (the Application ID on the developer portal's General Information page) "

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 PORTAL = "https://discord.com/developers/applications"
+MISSING_ACCESS = 50001  # Discord's JSON error code: the bot cannot see that guild
 
 
 def fail(sentence: str, exc: BaseException | None = None) -> NoReturn:
@@ -147,5 +148,13 @@ def discord_start_up(settings: Settings) -> Iterator[None]:
             "then start again.",
             exc,
         )
+    except discord.Forbidden as exc:
+        if settings.dev_guild_id and exc.code == MISSING_ACCESS:  # syncing commands to a server the bot is not in
+            fail(
+                f"Discord refused the slash commands for DEV_GUILD_ID={settings.dev_guild_id} ({exc.text}): add the "
+                "bot to that server with the link `python -m bot invite` prints, or correct or unset DEV_GUILD_ID.",
+                exc,
+            )
+        fail(f"Discord refused a start-up request ({exc.status} {exc.text or 'Forbidden'}); check DISCORD_TOKEN.", exc)
     except discord.HTTPException as exc:
         fail(f"Discord answered {exc.status} while starting ({exc.text or 'no reason given'}); try again later.", exc)
