@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 
 import click
 import pytest
@@ -16,6 +21,7 @@ from bot.settings import load_settings
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, OTHER_GUILD, T0, message
 
 OTHER_CHANNEL = CHANNEL + 1
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -194,3 +200,26 @@ def test_embed_then_recall_through_the_vectors(seeded):
     after = invoke("recall", "--guild", str(GUILD), "what does alice bake?")
     assert after.exit_code == 0, after.output
     assert "I bake bread on Sundays" in after.stdout and after.stderr == ""
+
+
+def test_ctrl_c_at_the_purge_question_deletes_nothing(seeded):
+    """The question is asked between two runs of the event loop: SIGINT there is a plain abort."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bot", "purge", "--guild", str(GUILD), "--all"],
+        stdin=subprocess.PIPE,  # kept open: the question waits for an answer
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=seeded,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert process.stdout is not None
+    asked = b""
+    while not asked.endswith(b"[y/N]: "):
+        chunk = process.stdout.read1(1024)
+        assert chunk, asked
+        asked += chunk
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 1
+    assert err.decode().strip() == "Aborted!"
+    assert stored_messages(seeded) == 3
