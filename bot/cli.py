@@ -22,7 +22,7 @@ import click
 
 from bot.lifecycle import StoppedError, StopRequest, stop_on_signals, unless_stopped
 from bot.logging_setup import configure_logging
-from bot.start_up import discord_start_up, fail
+from bot.start_up import PORTAL, discord_start_up, fail
 
 if TYPE_CHECKING:
     from bot.app import App
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from bot.settings import Settings
 
 log = logging.getLogger(__name__)
-PORTAL = "https://discord.com/developers/applications"
 
 
 def _settings() -> Settings:
