@@ -8,7 +8,6 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
-from bot.discord_bot import make_bot
 from bot.lifecycle import spawn, stop_on_signals
 from bot.llm import LLM, build_embedder, build_llm
 from bot.memory.clock import Clock
@@ -80,6 +79,8 @@ async def run_discord(settings: Settings, *, stop: asyncio.Event | None = None) 
     Start-up failures (a refused token, a privileged intent switched off, no network) propagate to the
     caller, which turns them into one sentence.
     """
+    from bot.discord_bot import make_bot  # discord.py takes a while to import; only the bot needs it
+
     assert settings.discord_token is not None
     restore_signals: Callable[[], None] = lambda: None  # noqa: E731 - the default undo does nothing
     if stop is None:

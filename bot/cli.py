@@ -1,39 +1,40 @@
-"""Command line: `python -m bot run | migrate | …`.
+"""Command line: `python -m bot run | migrate | …` (installed as `elefant`).
 
-Each command reads the settings before importing what it runs on: discord.py and google-genai take seconds
-to import, and a wrong setting should be answered at once.
+Nothing heavy is imported at module level: `--help` must answer at once, so each command imports what it runs
+on (SQLAlchemy, Alembic, discord.py, google-genai) itself, after reading the settings — a wrong setting is
+answered before seconds of imports.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import inspect
 import logging
 import signal
 import sys
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError
 
 from bot.lifecycle import StoppedError, StopRequest, stop_on_signals, unless_stopped
 from bot.logging_setup import configure_logging
-from bot.settings import ConfigError, Settings, load_settings
+from bot.start_up import PORTAL, discord_start_up, fail
 
 if TYPE_CHECKING:
+    from bot.app import App
     from bot.importer import ImportProgress
+    from bot.settings import Settings
 
 log = logging.getLogger(__name__)
-PORTAL = "https://discord.com/developers/applications"
 
 
 def _settings() -> Settings:
+    from bot.settings import ConfigError, load_settings
+
     try:
         settings = load_settings()
     except ConfigError as exc:
@@ -84,17 +85,18 @@ def main() -> None:
 
 
 async def _migrate(settings: Settings) -> None:
+    from bot.start_up import database_problem
     from db.engine import create_engine
     from db.migrate import upgrade
 
     engine = create_engine(settings.database_url)
     try:
         await upgrade(engine)
-    except (OSError, DBAPIError) as exc:  # unreachable, refused, no such database: say which, not a traceback
-        reason = str(exc.orig if isinstance(exc, DBAPIError) else exc).strip().splitlines()[0].rstrip(".")
-        where = make_url(settings.database_url).render_as_string(hide_password=True)
-        click.echo(f"The database in DATABASE_URL ({where}) cannot be opened: {reason}.", err=True)
-        raise click.exceptions.Exit(1) from None
+    except Exception as exc:  # unreachable, refused, no such database …: say which and how to fix it, not a traceback
+        sentence = database_problem(exc, settings.database_url)
+        if sentence is None:
+            raise
+        fail(sentence, exc)
     finally:
         await engine.dispose()
 
@@ -107,17 +109,44 @@ async def migrate() -> None:
     click.echo("Database is up to date.")
 
 
+class IsoDateTime(click.ParamType):
+    """An ISO date, or date and time with a space or T, seconds and offset optional; aware, UTC unless it says."""
+
+    name = "datetime"
+    EXAMPLES = "2026-11-22, 2026-11-22 12:00 or 2026-11-22T12:00:30+01:00"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
+        if isinstance(value, datetime):
+            moment = value
+        else:
+            try:
+                moment = datetime.fromisoformat(str(value).strip())
+            except ValueError:
+                self.fail(f"{value!r} is not a date and time; write it like {self.EXAMPLES}.", param, ctx)
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
 AT_OPTION = click.option(
     "--at",
     "at",
-    type=click.DateTime(formats=["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d"]),
+    type=IsoDateTime(),
     default=None,
-    help="Time to use (UTC unless an offset is given); default now.",
+    help="Time to use, e.g. 2026-11-22 12:00 (UTC unless an offset is given); default now.",
 )
 
 
-def _utc(at: datetime | None) -> datetime | None:
-    return at if at is None or at.tzinfo else at.replace(tzinfo=UTC)
+async def _require_guild(app: App, guild_id: int) -> None:
+    """End the command with one sentence when nothing is stored for the guild (a mistyped id printed zeros)."""
+    if await app.memory.guild_known(guild_id):
+        return
+    known = await app.memory.some_guilds(limit=6)
+    if not known:
+        fail(
+            f"Nothing is stored for guild {guild_id}: this database holds no guild yet (run the bot or "
+            "`python -m bot import` first, or check DATABASE_URL)."
+        )
+    listed = ", ".join(str(g) for g in known[:5]) + (", …" if len(known) > 5 else "")
+    fail(f"Nothing is stored for guild {guild_id} in this database; it knows guild{'s' * (len(known) > 1)} {listed}.")
 
 
 @main.command()
@@ -129,7 +158,7 @@ async def console(at: datetime | None, stop: StopRequest) -> None:
     from bot.console import run_console
 
     await _migrate(settings)
-    await run_console(settings, start=_utc(at), stop=stop)
+    await run_console(settings, start=at, stop=stop)
 
 
 @main.command()
@@ -144,10 +173,10 @@ async def context(guild_id: int, user_id: int, at: datetime | None) -> None:
     from bot.memory.clock import FakeClock
 
     await _migrate(settings)
-    when = _utc(at)
-    clock = FakeClock(when) if when else None
+    clock = FakeClock(at) if at else None
     async with open_app(settings.model_copy(update={"memory_wait_seconds": 600}), clock=clock) as app:
-        known = await app.memory.get_memories(guild_id, user_id, now=when)
+        await _require_guild(app, guild_id)
+        known = await app.memory.get_memories(guild_id, user_id, now=at)
         if not known:
             last = await app.memory.last_message_at(guild_id, user_id)
     if known:
@@ -179,8 +208,8 @@ async def recall(guild_id: int, channel_id: int | None, asker: int, at: datetime
     from bot.memory.clock import FakeClock
 
     await _migrate(settings)
-    when = _utc(at)
-    async with open_app(settings, clock=FakeClock(when) if when else None) as app:
+    async with open_app(settings, clock=FakeClock(at) if at else None) as app:
+        await _require_guild(app, guild_id)
         request = Request(guild_id, asker, question, channel_id=channel_id)
         await app.memory.vectors_ready(guild_id)  # one question: worth waiting for the model and the index
         memory, _ = await app.responder.recall_memory(request)
@@ -292,6 +321,7 @@ async def stats(guild_id: int) -> None:
 
     await _migrate(settings)
     async with open_app(settings) as app:
+        await _require_guild(app, guild_id)
         figures = await app.memory.stats(guild_id)
     for name, value in figures.items():
         click.echo(f"{name.replace('_', ' '):24} {value:,}")
@@ -301,7 +331,9 @@ async def stats(guild_id: int) -> None:
 @click.option("--guild", "guild_id", type=int, required=True, help="Guild (server) ID.")
 @click.option("--user", "user_id", type=int, help="Delete everything about this member.")
 @click.option("--channel", "channel_id", type=int, help="Delete this channel's messages.")
-@click.option("--before", type=click.DateTime(formats=["%Y-%m-%d"]), help="Delete messages before this UTC date.")
+@click.option(
+    "--before", type=IsoDateTime(), help="Delete messages before this moment, e.g. 2026-11-22 (UTC unless an offset)."
+)
 @click.option("--all", "everything", is_flag=True, help="Delete everything kept about the guild.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 def purge(
@@ -311,10 +343,45 @@ def purge(
     chosen = [x for x in (user_id, channel_id, before, everything or None) if x is not None]
     if len(chosen) != 1:
         raise click.UsageError("choose exactly one of --user, --channel, --before, --all")
-    # Asked before the event loop starts: Ctrl-C at this prompt simply aborts, nothing has begun.
+    target = {"guild_id": guild_id, "user_id": user_id, "channel_id": channel_id, "before": before}
+    # Asked between two runs of the event loop: Ctrl-C at this prompt simply aborts, nothing has begun.
     if not yes:
-        click.confirm(f"Really delete this from guild {guild_id}? This cannot be undone", abort=True)
-    _purge(guild_id=guild_id, user_id=user_id, channel_id=channel_id, before=before)
+        question = _purge_question(**target)
+        if question is None:
+            return
+        click.confirm(question, abort=True)
+    _purge(**target)
+
+
+def _purge_target(user_id: int | None, channel_id: int | None, before: datetime | None, name: str | None) -> str:
+    if user_id is not None:
+        return f"everything about member {user_id}" + (f" ({name})" if name else "")
+    if channel_id is not None:
+        return f"the messages of channel {channel_id}"
+    if before is not None:
+        return f"the messages before {before.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+    return "everything the guild said (its channel rules, opt-outs and time zone stay)"
+
+
+@async_command
+async def _purge_question(
+    *, guild_id: int, user_id: int | None, channel_id: int | None, before: datetime | None
+) -> str | None:
+    """The confirmation question, with the rows the purge would delete counted; None when nothing matches."""
+    settings = _settings()
+    from bot.app import open_app
+    from db.deletion import rows_in_words
+
+    await _migrate(settings)
+    async with open_app(settings) as app:
+        await _require_guild(app, guild_id)
+        counts = await app.memory.deletion_preview(guild_id, user_id=user_id, channel_id=channel_id, before=before)
+        names = await app.memory.display_names(guild_id, {user_id}) if user_id is not None else {}
+    target = _purge_target(user_id, channel_id, before, names.get(user_id or 0))
+    if not any(counts.values()):
+        click.echo(f"Nothing to delete: guild {guild_id} keeps nothing of {target}.")
+        return None
+    return f"From guild {guild_id}, delete {target}: {rows_in_words(counts)}? This cannot be undone"
 
 
 @async_command
@@ -325,13 +392,14 @@ async def _purge(*, guild_id: int, user_id: int | None, channel_id: int | None, 
 
     await _migrate(settings)
     async with open_app(settings) as app:
+        await _require_guild(app, guild_id)
         memory = app.memory
         if user_id is not None:
             counts = await memory.forget_member(guild_id, user_id)
         elif channel_id is not None:
             counts = await memory.purge_channel(guild_id, channel_id)
         elif before is not None:
-            counts = await memory.purge_before(guild_id, before.replace(tzinfo=UTC))
+            counts = await memory.purge_before(guild_id, before)
         else:
             counts = await memory.purge_guild(guild_id)
     click.echo(f"Deleted: {rows_in_words(counts)}.")
@@ -348,55 +416,13 @@ async def export(guild_id: int, user_id: int) -> None:
 
     await _migrate(settings)
     async with open_app(settings) as app:
+        await _require_guild(app, guild_id)
         click.echo(await app.memory.export(guild_id, user_id), nl=False)
-
-
-def _fail(sentence: str, exc: BaseException | None = None) -> NoReturn:
-    """One sentence for a person, exit code 1; the traceback only at LOG_LEVEL=DEBUG."""
-    if exc is not None:
-        log.debug("start-up failed", exc_info=exc)
-    click.echo(sentence, err=True)
-    raise click.exceptions.Exit(1)
-
-
-@contextlib.contextmanager
-def _discord_start_up(settings: Settings) -> Iterator[None]:
-    """What Discord answers at start-up, as one sentence naming the setting or switch that fixes it."""
-    import aiohttp
-    import discord
-
-    try:
-        yield
-    except discord.LoginFailure as exc:
-        _fail(
-            "Discord refused the token in DISCORD_TOKEN: copy it again from the developer portal "
-            f"({PORTAL} → your application → Bot → Reset Token).",
-            exc,
-        )
-    except discord.PrivilegedIntentsRequired as exc:
-        switches = "“Message Content Intent”" + (
-            " and “Server Members Intent”" if settings.discord_members_intent else ""
-        )
-        members = " (or set DISCORD_MEMBERS_INTENT=false)" if settings.discord_members_intent else ""
-        _fail(
-            f"Discord refused the connection because a privileged intent is switched off: turn on {switches} "
-            f"in the developer portal ({PORTAL} → your application → Bot → Privileged Gateway Intents){members}.",
-            exc,
-        )
-    except (aiohttp.ClientConnectionError, discord.GatewayNotFound, TimeoutError, OSError) as exc:
-        host = getattr(exc, "host", None) or "discord.com"
-        _fail(
-            f"Cannot reach Discord ({host}): check this machine's network connection, DNS, firewall or proxy, "
-            "then start again.",
-            exc,
-        )
-    except discord.HTTPException as exc:
-        _fail(f"Discord answered {exc.status} while starting ({exc.text or 'no reason given'}); try again later.", exc)
 
 
 def _token(settings: Settings, command: str) -> str:
     if settings.discord_token is None:
-        _fail(f"`{command}` needs DISCORD_TOKEN (the bot's token from {PORTAL} → your application → Bot).")
+        fail(f"`{command}` needs DISCORD_TOKEN (the bot's token from {PORTAL} → your application → Bot).")
     return settings.discord_token.get_secret_value()
 
 
@@ -410,15 +436,17 @@ async def run(stop: StopRequest) -> None:
     from bot.llm.probe import check_models
 
     await _migrate(settings)
+    from bot.settings import ConfigError
+
     try:
         await check_models(settings)  # a refused key stops here; a retired model id or no network warns
     except ConfigError as exc:
-        _fail(str(exc), exc)
+        fail(str(exc), exc)
     if settings.discord_token is None:
         click.echo("No DISCORD_TOKEN is set: starting the console instead (see .env.example to connect).", err=True)
         await run_console(settings, stop=stop)
         return
-    with _discord_start_up(settings):
+    with discord_start_up(settings):
         await run_discord(settings, stop=stop)
 
 
@@ -432,7 +460,7 @@ async def sync() -> None:
 
     token = _token(settings, "sync")
     await _migrate(settings)
-    with _discord_start_up(settings):
+    with discord_start_up(settings):
         async with open_app(settings) as app:
             bot = ElefantBot(memory=app.memory, responder=app.responder, settings=settings, sync_commands=False)
             async with bot:
@@ -451,6 +479,11 @@ def invite(client_id: int | None) -> None:
 
     if client_id is None and settings.discord_token is not None:
         client_id = application_id_from_token(settings.discord_token.get_secret_value())
+        if client_id is None:
+            raise click.UsageError(
+                "DISCORD_TOKEN does not look like a bot token (it starts with the bot's id); copy it again from the "
+                "developer portal, or pass --client-id (the Application ID on its General Information page)"
+            )
     if client_id is None:
         raise click.UsageError(
             "pass --client-id (the Application ID on the developer portal's General Information page) "

@@ -102,6 +102,20 @@ class Settings(BaseSettings):
             _usable_sqlite_file(url.database, url.query)
         return url.set(drivername=driver).render_as_string(hide_password=False)
 
+    @field_validator("data_dir")
+    @classmethod
+    def _usable_directory(cls, value: Path) -> Path:
+        # Checked here: the first write into it (the command tree's hash) comes after Discord accepted the login.
+        path = value.expanduser()
+        if path.exists() and not path.is_dir():
+            raise ValueError(f"{str(path)!r} is a file; give a directory (it is created when missing)")
+        if path.is_dir():
+            if not os.access(path, os.W_OK | os.X_OK):
+                raise ValueError(f"this user may not write in {str(path)!r}")
+            return value
+        _creatable(path)
+        return value
+
     @field_validator("default_timezone")
     @classmethod
     def _known_zone(cls, value: str) -> str:
@@ -165,7 +179,12 @@ def _usable_sqlite_file(database: str | None, query: Mapping[str, Any]) -> None:
         if not os.access(path, os.R_OK | os.W_OK):
             raise ValueError(f"{str(path)!r} cannot be read and written by this user")
         return
-    for parent in path.absolute().parents:  # the nearest existing ancestor must be a directory we may write in
+    _creatable(path)
+
+
+def _creatable(path: Path) -> None:
+    """Refuse a path that cannot be created: its nearest existing ancestor must be a directory we may write in."""
+    for parent in path.absolute().parents:
         if parent.exists():
             if not parent.is_dir():
                 raise ValueError(f"{str(path)!r} cannot be created: {str(parent)!r} is a file, not a directory")

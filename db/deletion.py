@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import date, datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Date, Select, and_, cast, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -52,6 +53,7 @@ def utc_days(moments: Iterable[datetime]) -> set[date]:
 
 async def _days(session: AsyncSession, where: ColumnElement[bool]) -> set[date]:
     """UTC calendar days (± 1) that have messages matching `where`."""
+    day_of: ColumnElement[Any]
     if session.bind.dialect.name == "sqlite":  # type: ignore[union-attr]
         day_of = func.date(ChatMessage.timestamp)  # stored as naive-UTC text
     else:
@@ -97,7 +99,7 @@ async def drop_replies(
     guild_id: int,
     *,
     user_id: int | None = None,
-    messages: Select[tuple[int]] | list[int] | None = None,
+    messages: Select[int] | list[int] | None = None,
     counts: Counter[str],
 ) -> None:
     """The bot's stored replies built from a member's data or quoting the given messages, and their sources."""
@@ -175,14 +177,14 @@ async def _delete_member(session: AsyncSession, guild_id: int, user_id: int) -> 
         .where(MemoryChange.guild_id == guild_id, MemoryChange.user_id == user_id)
         .values(user_id=None)
     )
-    for model, name, column in (
+    for table, name, column in (
         (ChatMessage, "chat_history", ChatMessage.user_id),
         (UserFacts, "user_facts", UserFacts.user_id),
         (FactRevision, "fact_revisions", FactRevision.user_id),
         (MemberName, "member_names", MemberName.user_id),
         (DeadLetter, "dead_letters", DeadLetter.user_id),
     ):
-        _count(counts, name, await session.execute(delete(model).where(model.guild_id == guild_id, column == user_id)))
+        _count(counts, name, await session.execute(delete(table).where(table.guild_id == guild_id, column == user_id)))
     return counts
 
 

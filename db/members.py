@@ -31,7 +31,7 @@ async def zones(session: AsyncSession) -> dict[int, str]:
     rows = await session.execute(
         select(GuildSettings.guild_id, GuildSettings.timezone).where(GuildSettings.timezone.is_not(None))
     )
-    return {guild: zone for guild, zone in rows}
+    return {guild: zone for guild, zone in rows if zone is not None}
 
 
 async def set_zone(session: AsyncSession, guild_id: int, zone: str, *, at: datetime) -> None:

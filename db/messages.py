@@ -317,6 +317,7 @@ class PostgresBatchWriter(BatchWriter):
         ids = touched_ids([op for op in ops if not isinstance(op, DeadLetter)])
         async with self._engine.connect() as connection:
             raw = (await connection.get_raw_connection()).driver_connection
+            assert raw is not None  # a checked-out connection always has its driver's connection
             async with raw.transaction():
                 touched = (
                     [

@@ -95,7 +95,11 @@ async def rewrite_message(session: AsyncSession, message_id: int, new_text: str 
 
 async def delete_derived(session: AsyncSession, rows: list[Derived]) -> None:
     """Delete stored summaries, histories and rollups (they are rebuilt from what remains)."""
-    models = {"daily_summaries": DailySummary, "historical_summaries": HistoricalSummary, "rollups": Rollup}
+    models: dict[str, type[DailySummary] | type[HistoricalSummary] | type[Rollup]] = {
+        "daily_summaries": DailySummary,
+        "historical_summaries": HistoricalSummary,
+        "rollups": Rollup,
+    }
     for table, model in models.items():
         ids = [r.id for r in rows if r.table == table]
         if ids:

@@ -17,10 +17,13 @@ leak appear (tests/test_scope_filters.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
-from sqlalchemy import BigInteger, TextClause, bindparam, text
+from sqlalchemy import BigInteger, TextClause, TextualSelect, bindparam, text
 
 from db.records import Kind
+
+Query = TypeVar("Query", TextClause, TextualSelect)  # a text query, with or without declared columns
 
 _HIDDEN = "(cp.mode = 'exclude' OR (cp.mode = 'auto' AND cp.is_private))"
 NOT_SHARED = f"SELECT cp.channel_id FROM channel_privacy AS cp WHERE cp.guild_id = :scope_guild AND {_HIDDEN}"
@@ -71,7 +74,7 @@ def _names(kind: tuple[str, ...]) -> list[str]:
     return [name for name in ("scope_guild", "scope_here") if f":{name}" in sql]
 
 
-def typed(query: TextClause, kind: tuple[str, ...]) -> TextClause:
+def typed(query: Query, kind: tuple[str, ...]) -> Query:
     """Declare the scope parameters' types on a text query (asyncpg needs them for NULL and comparisons)."""
     return query.bindparams(*(bindparam(name, type_=BigInteger()) for name in _names(kind)))
 

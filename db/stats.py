@@ -4,18 +4,48 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select, text
+from sqlalchemy import TextClause, exists, func, or_, select, text, union
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import scope as scoping
-from db.models import ChatMessage, DailySummary, DeadLetter, HistoricalSummary, LlmCall, Rollup, UserFacts
+from db.models import (
+    ChannelPrivacy,
+    ChatMessage,
+    DailySummary,
+    DeadLetter,
+    FactRevision,
+    GuildSettings,
+    HistoricalSummary,
+    LlmCall,
+    MemberName,
+    Rollup,
+    UserFacts,
+    UserOptOut,
+)
 from db.scope import Scope
+
+# A guild is known while one of these holds a row of it (each is indexed by guild first). The change log is not
+# among them: it outlives a purge, and a guild whose data is all gone has nothing to show.
+_GUILD_TABLES = (
+    ChatMessage,
+    UserFacts,
+    FactRevision,
+    MemberName,
+    DailySummary,
+    HistoricalSummary,
+    Rollup,
+    GuildSettings,
+    UserOptOut,
+    ChannelPrivacy,
+    DeadLetter,
+    LlmCall,
+)
 
 
 async def guild_stats(session: AsyncSession, guild_id: int, *, now: datetime) -> dict[str, int]:
     """What is stored for a guild, and what the model cost in the last 24 hours."""
 
-    def in_guild(table: str) -> object:
+    def in_guild(table: str) -> TextClause:
         return scoping.clause(scoping.GUILD, table, Scope(guild_id))
 
     async def scalar(query: object) -> int:
@@ -49,6 +79,21 @@ async def guild_stats(session: AsyncSession, guild_id: int, *, now: datetime) ->
         ),
         "database_bytes": await database_bytes(session),
     }
+
+
+async def guild_known(session: AsyncSession, guild_id: int) -> bool:
+    """Whether anything at all is stored for a guild."""
+    return bool(await session.scalar(select(or_(*(exists().where(t.guild_id == guild_id) for t in _GUILD_TABLES)))))
+
+
+async def some_guilds(session: AsyncSession, *, limit: int) -> list[int]:
+    """Up to `limit` guilds this database keeps something about, smallest id first.
+
+    Read from the small per-member and per-guild tables: every stored message also stores its author's name, and
+    a distinct scan of the messages themselves grows with the database.
+    """
+    ids = union(select(MemberName.guild_id), select(UserFacts.guild_id), select(GuildSettings.guild_id)).subquery()
+    return list((await session.scalars(select(ids.c.guild_id).order_by(ids.c.guild_id).limit(limit))).all())
 
 
 async def database_bytes(session: AsyncSession) -> int:

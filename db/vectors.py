@@ -75,13 +75,15 @@ async def unembedded(session: AsyncSession, model: str, *, limit: int) -> list[U
     return [Unembedded(m, g, t, u, ts) for m, g, t, u, ts in rows]
 
 
-async def unembedded_count(session: AsyncSession) -> int:
-    """How many stored messages of people have no vector."""
+async def unembedded_count(session: AsyncSession, model: str) -> int:
+    """How many stored messages of people have no vector of `model` (one of another model is embedded again)."""
     return int(
         await session.scalar(
             select(func.count())
             .select_from(ChatMessage)
-            .outerjoin(MessageVector, MessageVector.message_id == ChatMessage.message_id)
+            .outerjoin(
+                MessageVector, (MessageVector.message_id == ChatMessage.message_id) & (MessageVector.model == model)
+            )
             .where(MessageVector.id.is_(None), ChatMessage.kind != int(Kind.BOT))
         )
         or 0

@@ -97,6 +97,8 @@ def _start(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
         ("DATABASE_URL", "sqlite://", "in-memory SQLite database cannot be used"),
         ("DATABASE_URL", "sqlite:///{file}/x.db", "is a file, not a directory"),
         ("DATABASE_URL", "sqlite:///{dir}", "is a directory"),
+        ("DATA_DIR", "{file}", "is a file; give a directory"),
+        ("DATA_DIR", "{file}/data", "cannot be created"),
     ],
 )
 def test_a_value_that_cannot_work_is_refused_at_start_in_one_line(tmp_path, name, value, words):

@@ -94,7 +94,7 @@ def build_embedder(settings: Settings, llm: LLM) -> GeminiEmbedder | LocalEmbedd
     resilience = llm.primary if isinstance(llm.primary, ResilientProvider) else None
     return GeminiEmbedder(
         llm.client,
-        settings.embedding_model,
+        model,
         dimensions=settings.embedding_dimensions,
         timeout_s=settings.llm_timeout_seconds,
         resilience=resilience,

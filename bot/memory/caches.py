@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Hashable, MutableMapping
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from cachetools import LRUCache, TTLCache
 
@@ -44,11 +44,15 @@ class _Counting:
         return CacheReport(self.hits, self.misses, len(self))  # type: ignore[arg-type]
 
 
-class CountingLRU(_Counting, LRUCache):  # type: ignore[type-arg]
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class CountingLRU(_Counting, LRUCache[K, V]):
     """An LRU cache that knows its hit rate."""
 
 
-class CountingTTL(_Counting, TTLCache):  # type: ignore[type-arg]
+class CountingTTL(_Counting, TTLCache[K, V]):
     """A TTL cache that knows its hit rate."""
 
 

@@ -12,10 +12,10 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_exponential_jitter
@@ -322,7 +322,7 @@ class WriteBehindQueue:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._give_up.wait(), seconds)
 
-    async def _unless_given_up(self, work: Coroutine[Any, Any, T]) -> T:
+    async def _unless_given_up(self, work: Awaitable[T]) -> T:
         """Await `work`, cancelling it if a stop gives up on storage first (a stuck write must not hold the stop)."""
         task = asyncio.ensure_future(work)
         stopper = asyncio.ensure_future(self._give_up.wait())

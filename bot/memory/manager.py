@@ -301,6 +301,17 @@ class MemoryManager:
         figures["dead_letters_session"] = self.ingest.stats.dead_letters
         return figures
 
+    async def guild_known(self, guild_id: int) -> bool:
+        """Whether anything is stored for a guild (messages, facts, names, settings …), pending writes included."""
+        await self.flush()
+        async with self.sessions() as session:
+            return await stats.guild_known(session, guild_id)
+
+    async def some_guilds(self, *, limit: int = 10) -> list[int]:
+        """Up to `limit` guilds memory keeps something about (to tell a mistyped guild id from a real one)."""
+        async with self.sessions() as session:
+            return await stats.some_guilds(session, limit=limit)
+
     async def unembedded_count(self) -> int:
         """How many stored messages of people have no vector yet (0 without an embedding model)."""
         if self.embedding is None or self.vectors is None:
@@ -517,6 +528,36 @@ class MemoryManager:
     async def purge_guild(self, guild_id: int) -> Counter[str]:
         """Delete everything the guild said and what was built from it; its privacy choices stay."""
         return await self._delete(guild_id, None, deletion.delete_guild(guild_id=guild_id), "purge_guild")
+
+    async def deletion_preview(
+        self,
+        guild_id: int,
+        *,
+        user_id: int | None = None,
+        channel_id: int | None = None,
+        before: datetime | None = None,
+    ) -> Counter[str]:
+        """Rows forget_member / purge_channel / purge_before / purge_guild would change now, changing nothing.
+
+        The deletion itself runs and is rolled back: counting with separate queries would drift from what the
+        deletion really takes (the summaries of every day it touches, replies built on it, mentions rewritten).
+        """
+        if user_id is not None:
+            work = deletion.delete_member(guild_id=guild_id, user_id=user_id)
+        elif channel_id is not None:
+            work = deletion.delete_channel(guild_id=guild_id, channel_id=channel_id)
+        elif before is not None:
+            work = deletion.delete_before(guild_id=guild_id, before=before)
+        else:
+            work = deletion.delete_guild(guild_id=guild_id)
+        await self.flush()
+        async with self.sessions() as session:
+            transaction = await session.begin()
+            try:
+                await changes.lock_guild(session, guild_id)
+                return await work(session)
+            finally:
+                await transaction.rollback()
 
     async def opt_out(self, guild_id: int, user_id: int, *, delete_stored: bool) -> Counter[str]:
         """Stop storing a member's messages (and, if asked, delete what is stored)."""

@@ -56,7 +56,8 @@ def _ivf(dim: int, sample: np.ndarray) -> faiss.Index:
     )
     ivf.train(sample[np.random.default_rng(0).permutation(len(sample))[: lists * 40]])
     ivf.nprobe = NPROBE
-    ivf.set_direct_map_type(faiss.DirectMap.Hashtable)  # reconstruct and remove by message id
+    # reconstruct and remove by message id (faiss's bundled stubs leave DirectMap out)
+    ivf.set_direct_map_type(faiss.DirectMap.Hashtable)  # type: ignore[attr-defined]
     return ivf  # faiss's Python wrapper keeps the quantizer referenced by the index
 
 
@@ -96,7 +97,7 @@ class VectorIndex:
         """Take deleted messages out of a loaded index."""
         guild = self._guilds.get(guild_id)
         if guild is not None and message_ids:
-            guild.index.remove_ids(np.array(message_ids, dtype=np.int64))
+            guild.index.remove_ids(np.array(message_ids, dtype=np.int64))  # type: ignore[arg-type]  # see add()
 
     def add(
         self, guild_id: int, message_ids: list[int], vectors: np.ndarray, authors: list[int], times: list[float]
@@ -106,7 +107,8 @@ class VectorIndex:
         if guild is None or not message_ids:
             return
         ids = np.array(message_ids, dtype=np.int64)
-        guild.index.remove_ids(ids)  # an edit embeds a message again
+        # An edit embeds a message again. faiss's Python wrapper takes an array of ids (its stubs say IDSelector).
+        guild.index.remove_ids(ids)  # type: ignore[arg-type]
         guild.index.add_with_ids(vectors.astype(np.float32), ids)
         guild.note(ids, np.array(authors, dtype=np.int64), np.array(times, dtype=np.float64))
         guild.size += len(message_ids)
@@ -136,10 +138,11 @@ class VectorIndex:
             if not len(chosen):
                 return []
             selector = faiss.IDSelectorBatch(chosen)
+            # faiss's wrapper sets keyword arguments as attributes; its stubs declare no parameters
             params = (
-                faiss.SearchParametersIVF(sel=selector, nprobe=NPROBE * 4)
+                faiss.SearchParametersIVF(sel=selector, nprobe=NPROBE * 4)  # type: ignore[call-arg]
                 if guild.trained_at
-                else faiss.SearchParameters(sel=selector)
+                else faiss.SearchParameters(sel=selector)  # type: ignore[call-arg]
             )
         scores, ids = guild.index.search(query.reshape(1, -1).astype(np.float32), k, params=params)
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 
 from cachetools import LRUCache
@@ -68,7 +69,9 @@ class ChannelWindow:
             )
             self._unmention(guild_id, user_id)
 
-    def _built_on(self, reply_id: int, *, members: set[int] = frozenset(), messages: set[int] = frozenset()) -> bool:
+    def _built_on(
+        self, reply_id: int, *, members: AbstractSet[int] = frozenset(), messages: AbstractSet[int] = frozenset()
+    ) -> bool:
         sources = self._sources.get(reply_id)
         return sources is not None and bool(sources[0] & members or sources[1] & messages)
 

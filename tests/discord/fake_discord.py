@@ -1,7 +1,8 @@
 """A local stand-in for Discord's HTTP API and gateway, enough for discord.py to log in, sync and connect.
 
 Used where the real `python -m bot` must meet Discord's answers: a wrong token (401), an application whose
-privileged intents are off (the gateway closes with 4014), syncing commands (recorded). A subprocess is
+privileged intents are off (the gateway closes with 4014), syncing commands (recorded; refused with 403 for a
+guild the bot is not in). A subprocess is
 pointed at it by tests/discord/shim/sitecustomize.py; a test in this process by `point_discord_py_at`.
 """
 
@@ -26,6 +27,7 @@ class FakeDiscord:
     """`privileged_intents`: what the developer portal allows; asking for more closes the gateway with 4014."""
 
     privileged_intents: bool = False
+    foreign_guilds: set[int] = field(default_factory=set)  # guilds the bot is not in: syncing to them is refused
     synced: list[tuple[str, list[dict[str, Any]]]] = field(default_factory=list)  # (path, commands)
     identified: list[dict[str, Any]] = field(default_factory=list)
     url: str = ""
@@ -75,6 +77,8 @@ class FakeDiscord:
         )
 
     async def _sync(self, request: web.Request) -> web.Response:
+        if int(request.match_info.get("guild", 0)) in self.foreign_guilds:
+            return _json({"message": "Missing Access", "code": 50001}, status=403)  # as Discord answers
         commands = await request.json()
         self.synced.append((request.path, commands))
         return _json(

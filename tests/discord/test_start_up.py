@@ -144,3 +144,25 @@ async def test_run_connects_syncs_only_a_changed_tree_and_stops_cleanly_on_sigte
         assert process.returncode == 0, err.decode()
         assert err.decode() == ""
         assert len(fake_discord.synced) == expected_syncs
+
+
+@pytest.mark.parametrize("command", ["sync", "run"])
+async def test_a_dev_guild_the_bot_is_not_in_is_one_sentence_naming_the_setting(tmp_path, fake_discord, command):
+    fake_discord.privileged_intents = True
+    guild = 2**60 + 4242
+    fake_discord.foreign_guilds = {guild}
+    code, stderr, _ = await bot(tmp_path, fake_discord.url, command, DISCORD_TOKEN=GOOD_TOKEN, DEV_GUILD_ID=str(guild))
+    assert code == 1
+    assert stderr == [
+        f"Discord refused the slash commands for DEV_GUILD_ID={guild} (Missing Access): add the bot to that server "
+        "with the link `python -m bot invite` prints, or correct or unset DEV_GUILD_ID."
+    ]
+
+
+async def test_invite_with_a_token_that_is_not_one_says_so(tmp_path, fake_discord):
+    code, stderr, out = await bot(tmp_path, fake_discord.url, "invite", DISCORD_TOKEN="not-a-token")
+    assert (code, out) == (2, "")
+    assert stderr[-1] == (
+        "Error: DISCORD_TOKEN does not look like a bot token (it starts with the bot's id); copy it again from the "
+        "developer portal, or pass --client-id (the Application ID on its General Information page)"
+    )

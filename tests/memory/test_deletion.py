@@ -138,3 +138,26 @@ async def test_retention_deletes_only_what_is_older(engine, settings):
     await memory.close()
     keep_all = MemoryManager(engine, settings, clock=FakeClock(NOW))
     assert await keep_all.apply_retention() == {}
+
+
+@pytest.mark.parametrize(
+    "target",
+    [{"user_id": ALICE}, {"channel_id": CHANNEL + 1}, {"before": NOW - timedelta(days=2)}, {}],
+    ids=["member", "channel", "before", "guild"],
+)
+async def test_a_deletion_preview_counts_exactly_what_the_deletion_then_takes_and_changes_nothing(memory, target):
+    """What `python -m bot purge` asks about: the deletion rehearsed and rolled back."""
+    messages_before = await count(memory, ChatMessage, guild_id=GUILD)
+    preview = await memory.deletion_preview(GUILD, **target)
+    assert preview["chat_history"] > 0 and preview["daily_summaries"] > 0
+    assert await count(memory, ChatMessage, guild_id=GUILD) == messages_before
+    assert await memory.get_memories(GUILD, ALICE)  # caches and locks are as they were
+    if "user_id" in target:
+        done = await memory.forget_member(GUILD, ALICE)
+    elif "channel_id" in target:
+        done = await memory.purge_channel(GUILD, target["channel_id"])
+    elif "before" in target:
+        done = await memory.purge_before(GUILD, target["before"])
+    else:
+        done = await memory.purge_guild(GUILD)
+    assert +done == +preview
