@@ -379,7 +379,7 @@ def _turns(rows: object) -> list[Turn]:
     return [Turn(m, c, u, body, ts, r) for m, c, u, body, ts, r in rows]  # type: ignore[attr-defined]
 
 
-def _id_list(name: str) -> BindParameter[list[int]]:
+def _id_list(name: str) -> BindParameter[int]:
     """An IN list bound at execution: one cached compilation whatever the number of ids (each list rendered as
     its own placeholders compiled afresh, 60 ms a question with hundreds of ids)."""
     return bindparam(name, expanding=True, type_=BigInteger())
