@@ -26,7 +26,6 @@ def tune_sqlite(dbapi_connection: Any, _record: object) -> None:
         "PRAGMA foreign_keys=ON",
         "PRAGMA secure_delete=ON",  # deleted means gone from the file too: freed space is zeroed
         "PRAGMA wal_autocheckpoint=10000",
-        "PRAGMA analysis_limit=1000",  # statistics from a sample: ANALYZE stays fast on a large guild
     ):
         cursor.execute(pragma)
     try:
