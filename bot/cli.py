@@ -64,12 +64,15 @@ async def _stoppable(
 ) -> Any:
     stop = StopRequest()
     stop_on_signals(stop)
-    if handles_stop:
-        return await func(*args, stop=stop, **kwargs)
     try:
-        return await unless_stopped(func(*args, **kwargs), stop)
-    except StoppedError:
-        _stopped_exit(stop, "Stopped before finishing.")
+        if handles_stop:
+            return await func(*args, stop=stop, **kwargs)
+        try:
+            return await unless_stopped(func(*args, **kwargs), stop)
+        except StoppedError:
+            _stopped_exit(stop, "Stopped before finishing.")
+    except ConfigError as exc:  # e.g. a second bot on one SQLite file: one sentence, not a traceback
+        _fail(str(exc), exc)
 
 
 def _stopped_exit(stop: StopRequest, sentence: str) -> NoReturn:
