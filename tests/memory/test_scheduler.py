@@ -154,7 +154,7 @@ async def test_a_deletion_during_a_scheduled_build_is_never_written_back(make, s
     stub.responder = slow
     assert memory.scheduler is not None
     job = asyncio.create_task(memory.scheduler.catch_up())
-    while not stub.requests:  # the model is summarising the day, Bob's message in it
+    while not stub.requests:  # noqa: ASYNC110 - the model is summarising the day, Bob's message in it
         await asyncio.sleep(0.01)
     await memory.forget_member(GUILD, BOB)
     await job
@@ -179,7 +179,7 @@ async def test_the_scheduler_starts_and_stops_with_memory(engine, settings, stub
     await memory.start(schedule=True)
     assert "summary scheduler" in running()
     async with asyncio.timeout(30):
-        while len(await stored_days(memory)) < 2:  # it builds the backlog by itself
+        while len(await stored_days(memory)) < 2:  # noqa: ASYNC110 - it builds the backlog by itself
             await asyncio.sleep(0.05)
     await memory.close()
     assert running() == []
