@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from datetime import datetime
+from datetime import date, datetime
 
 from cachetools import TTLCache
 from sqlalchemy.exc import SQLAlchemyError
@@ -133,23 +133,18 @@ class ContextBuilder:
         generation = self._generations.of(guild_id)
         facts = await self._facts.cached_facts(guild_id, user_id) or ""
         today_day = local_day(now, self._summaries.zone(guild_id))
-
-        async def today_part() -> str:
-            return (await self._summaries.today(guild_id, now)).get(user_id, "")
-
-        async def earlier_part() -> str:
-            return await self._rollups.earlier(guild_id, user_id, today_day) if self._rollups is not None else ""
-
-        # Side by side: today's batch and the week's history each wait on the model, not on each other.
-        parts = await asyncio.gather(
-            today_part(), self._summaries.history(guild_id, user_id, today_day), earlier_part(), return_exceptions=True
-        )
-        for part in parts:
-            if isinstance(part, BaseException) and not isinstance(part, LLMError):
-                raise part
-        if any(isinstance(part, LLMError) for part in parts):
-            log.warning("summaries unavailable for a member of guild %s; serving what is known", guild_id)
-        today, history, earlier = (part if isinstance(part, str) else "" for part in parts)
+        cached = self._summaries.cached_today(guild_id, now)
+        if cached is not None:  # the warm path (today was asked for this hour): no task is made
+            today = cached.get(user_id, "")
+            history, earlier = await self._past(guild_id, user_id, today_day)
+        else:  # cold: today's batch and the week's history each wait on the model, not on each other
+            today_job = asyncio.ensure_future(self._today(guild_id, user_id, now))
+            try:
+                history, earlier = await self._past(guild_id, user_id, today_day, together=True)
+            except BaseException:
+                today_job.cancel()
+                raise
+            today = await today_job
         if not (facts or today or history or earlier):
             return None
         budget = self._settings.context_token_budget
@@ -168,6 +163,32 @@ class ContextBuilder:
             self._merged[key] = merged
             self._last_good[(guild_id, user_id)] = merged
         return merged
+
+    async def _today(self, guild_id: int, user_id: int, now: datetime) -> str:
+        try:
+            return (await self._summaries.today(guild_id, now)).get(user_id, "")
+        except LLMError:
+            log.warning("today's summaries unavailable in guild %s; serving what is known", guild_id)
+            return ""
+
+    async def _past(self, guild_id: int, user_id: int, today: date, *, together: bool = False) -> tuple[str, str]:
+        """The last week's history and the earlier rollups (those stored: the rest is built behind); `together`
+        reads the rollups beside the history (cold: the history may wait on the model)."""
+        earlier_job = None
+        if self._rollups is not None and together:
+            earlier_job = asyncio.ensure_future(self._rollups.earlier(guild_id, user_id, today))
+        history = ""
+        try:
+            history = await self._summaries.history(guild_id, user_id, today)
+        except LLMError:
+            log.warning("past days unavailable in guild %s; serving what is known", guild_id)
+        except BaseException:
+            if earlier_job is not None:
+                earlier_job.cancel()
+            raise
+        if earlier_job is not None:
+            return history, await earlier_job
+        return history, await self._rollups.earlier(guild_id, user_id, today) if self._rollups is not None else ""
 
     async def _merge(
         self, guild_id: int, user_id: int, *, facts: str, today: str, history: str, earlier: str, now: datetime

@@ -31,6 +31,7 @@ from db.summaries import Period
 
 WEEKS = 3  # at least this many complete ISO weeks before the last-week window
 MONTHS = 2  # complete calendar months before those weeks
+AT_ONCE = 2  # days a rollup builds at once: it is background work, and replies share the database and model
 
 
 def periods(today: date, *, weeks: int = WEEKS, months: int = MONTHS) -> tuple[list[Period], list[date]]:
@@ -119,7 +120,7 @@ class Rollups:
             if text:
                 parts.append(f"{label(period)}: {text}")
         if build:
-            found: list[dict[int, str] | None] = list(await self._summaries.past_days(guild_id, loose))
+            found: list[dict[int, str] | None] = list(await self._summaries.past_days(guild_id, loose, at_once=AT_ONCE))
         else:
             found = [await self._summaries.stored_day(guild_id, day) for day in loose]
         for day, summaries in zip(loose, found, strict=True):
@@ -161,7 +162,7 @@ class Rollups:
         this process only, so nothing is written about a member who is gone) and no change came since `seen`."""
         days = [period.start + timedelta(days=k) for k in range((period.end - period.start).days)]
         try:
-            found = await self._summaries.past_days(guild_id, days)
+            found = await self._summaries.past_days(guild_id, days, at_once=AT_ONCE)
         except LLMError:
             return None
         dailies = [(d.isoformat(), text) for d, day in zip(days, found, strict=True) if (text := day.get(user_id, ""))]

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 HOUR = 3600
 SUMMARY_CHARS = 600  # a chunked day's per-user results are merged up to this length
-DAYS_AT_ONCE = 4  # past days one caller builds concurrently (the model's lane caps what is really in flight)
+DAYS_AT_ONCE = 4  # past days a context builds concurrently (the model's lane caps what is really in flight)
 
 
 class Summaries:
@@ -81,10 +81,17 @@ class Summaries:
         """The guild's time zone: its own setting, else DEFAULT_TIMEZONE."""
         return self.zones.get(guild_id, self._settings.default_timezone)
 
+    def _today_key(self, guild_id: int, now: datetime) -> tuple[int, str]:
+        return (guild_id, now.astimezone(ZoneInfo(self.zone(guild_id))).strftime("%Y-%m-%d-%H"))
+
+    def cached_today(self, guild_id: int, now: datetime) -> dict[int, str] | None:
+        """Today's summaries if this hour's are cached (None: `today` would compute them)."""
+        key = self._today_key(guild_id, now)
+        return self._today.get(key)
+
     async def today(self, guild_id: int, now: datetime) -> dict[int, str]:
         """Today's summaries so far, recomputed at most once per clock hour."""
-        zone = self.zone(guild_id)
-        key = (guild_id, now.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d-%H"))
+        key = self._today_key(guild_id, now)
         try:
             return self._today[key]
         except KeyError:
@@ -117,8 +124,10 @@ class Summaries:
         flight = ("day", guild_id, day, self._generations.of(guild_id))
         return await self._flight.run(flight, lambda: self._load_or_compute_day(guild_id, day))
 
-    async def past_days(self, guild_id: int, days: Sequence[date]) -> list[dict[int, str]]:
-        """Several finished days, those not known yet built a few at a time rather than one after another.
+    async def past_days(
+        self, guild_id: int, days: Sequence[date], *, at_once: int = DAYS_AT_ONCE
+    ) -> list[dict[int, str]]:
+        """Several finished days, those not known yet built `at_once` at a time rather than one after another.
 
         A failure (LLMError) is raised once every day has finished: what the others made is stored and cached.
         """
@@ -128,7 +137,7 @@ class Summaries:
                 found[day] = self._past[(guild_id, day)]
         missing = [day for day in days if day not in found]
         if missing:
-            gate = asyncio.Semaphore(DAYS_AT_ONCE)
+            gate = asyncio.Semaphore(at_once)
 
             async def one(day: date) -> dict[int, str]:
                 async with gate:
@@ -156,12 +165,19 @@ class Summaries:
 
     async def _load_or_compute_day(self, guild_id: int, day: date) -> dict[int, str]:
         generation = self._generations.of(guild_id)
-        stored = await self._stored_in_sql(guild_id, day)
-        if stored is None:  # one process summarises the day; others wait for what it stores
+        start, end = day_bounds(day, self.zone(guild_id))
+        async with self._sessions() as session:
+            stored = await store.stored_day(session, guild_id, day)
+            if stored is None:
+                seen = await changes.latest(session, guild_id)  # before the day is read: a change after it wins
+                rows = await store.day_messages(session, guild_id, start, end)
+        if stored is None and not rows:
+            stored = {}  # nothing to summarise: no claim, no call
+        elif stored is None:  # one process summarises the day; others wait for what it stores
             stored = await self._claims.once(
                 ("day", guild_id, day),
                 load=lambda: self._stored_in_sql(guild_id, day),
-                build=lambda: self._build_day(guild_id, day),
+                build=lambda: self._build_day(guild_id, day, rows, seen),
             )
         if self._generations.of(guild_id) == generation:
             self._past[(guild_id, day)] = stored
@@ -171,11 +187,10 @@ class Summaries:
         async with self._sessions() as session:
             return await store.stored_day(session, guild_id, day)
 
-    async def _build_day(self, guild_id: int, day: date) -> dict[int, str]:
-        async with self._sessions() as session:
-            seen = await changes.latest(session, guild_id)  # before the day is read: a change after it wins
-        start, end = day_bounds(day, self.zone(guild_id))
-        summaries, _ = await self._summarise(guild_id, day, start, end, fallback=False, persist=True, seen=seen)
+    async def _build_day(
+        self, guild_id: int, day: date, rows: list[tuple[datetime, int, str]], seen: int
+    ) -> dict[int, str]:
+        summaries, _ = await self._summarise_rows(guild_id, day, rows, fallback=False, persist=True, seen=seen)
         return summaries
 
     async def history(self, guild_id: int, user_id: int, today: date) -> str:
@@ -279,6 +294,18 @@ class Summaries:
         """One guild-day summarised; with `persist`, stored unless the guild changed after change `seen`."""
         async with self._sessions() as session:
             rows = await store.day_messages(session, guild_id, start, end)
+        return await self._summarise_rows(guild_id, day, rows, fallback=fallback, persist=persist, seen=seen)
+
+    async def _summarise_rows(
+        self,
+        guild_id: int,
+        day: date,
+        rows: list[tuple[datetime, int, str]],
+        *,
+        fallback: bool,
+        persist: bool = False,
+        seen: int = 0,
+    ) -> tuple[dict[int, str], bool]:
         if not rows:
             return {}, False
         lines = await self.lines(guild_id, rows)
