@@ -132,14 +132,10 @@ async def save_day(
         }
         for user_id, text in summaries.items()
     ]
-    stmt = (
-        dialect_insert(session, DailySummary)
-        .values(rows)
-        .on_conflict_do_nothing(  # type: ignore[attr-defined]
-            index_elements=["guild_id", "day", "user_id"]
-        )
-    )
-    await session.execute(stmt)
+    # Rows as parameters (executemany), not one VALUES clause: a 200-member day compiled its own 1,400-parameter
+    # statement each time, a fifth of a second of CPU per guild-day; this form is compiled once and cached.
+    stmt = dialect_insert(session, DailySummary).on_conflict_do_nothing(index_elements=["guild_id", "day", "user_id"])
+    await session.execute(stmt, rows)
 
 
 async def stored_history(session: AsyncSession, guild_id: int, user_id: int, end_date: date) -> str | None:
