@@ -1,6 +1,9 @@
-"""Context benchmark: LLM calls per guild-day, cold/warm get_memories, context size as history grows, cache bytes.
+"""Context benchmark: cold contexts with and without the past summarised, day one of a guild, the summary
+scheduler's cost per guild-day, warm get_memories, and context size as history grows.
 
 The model is the Gemini stub (tests/gemini_stub.py) at a fixed latency, reached by the real google-genai client.
+Its summaries grow with what they summarise (a day's summary of a member quotes more of a busier day, a history
+keeps about half of its days), as a real model's do; nothing is summarised by hand: the scheduler does it.
 Run: python -m bench.context [--users 200] [--days 30] [--per-day 2000] [--latency 0.2] [--sizes 1000,...]
 """
 
@@ -8,12 +11,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import html
+import re
+import shutil
 import statistics
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from google import genai
 from google.genai import types
@@ -26,15 +34,19 @@ from bot.llm.prompts import load_prompts
 from bot.llm.resilience import ResilientProvider
 from bot.llm.tokens import estimate_tokens
 from bot.llm.usage import UsageRecorder
-from bot.memory.clock import FakeClock
+from bot.memory.clock import FakeClock, day_bounds
 from bot.memory.manager import MemoryManager
+from bot.memory.scheduler import Pass
 from bot.memory.types import IncomingMessage
 from bot.settings import Settings
-from tests.gemini_stub import GeminiStub
+from db.engine import create_session_factory
+from tests.gemini_stub import GeminiStub, Reply, StubRequest, as_json, text
 from tests.model_doubles import scripted_model
 
 GUILD = 2**60
 NOW = datetime(2026, 11, 20, 18, 0, tzinfo=UTC)
+MEASURED = 5  # members whose cold contexts are timed
+WARMED = 20  # more members, for the cache bytes
 WORDS = [
     "trip",
     "exam",
@@ -49,10 +61,35 @@ WORDS = [
     "holiday",
     "match",
 ]
+_MESSAGE = re.compile(r"<author_id>(\d+)</author_id><author>([^<]*)</author><content>([^<]*)</content>")
+_DAY = re.compile(r'<day date="([^"]+)">([^<]*)</day>')
 
 
-def client_for(stub: GeminiStub) -> tuple[LLM, genai.Client]:
-    """The real client against the stub, with the production resilience settings."""
+def activity_model(request: StubRequest) -> Reply:
+    """The scripted model, except that summaries grow with their input, as a real model's do: a member's day
+    quotes about one message in three (the bot keeps 600 characters of it), a history keeps about half of
+    each day it covers (at most 1,500 characters)."""
+    prompt = request.prompt_text
+    if "<transcript>" in prompt:
+        said: dict[str, list[str]] = {}
+        for author_id, _, content in _MESSAGE.findall(prompt):
+            said.setdefault(author_id, []).append(html.unescape(content))
+        return as_json(
+            {
+                "summaries": [
+                    {"user_id": uid, "summary": f"wrote {len(lines)} messages: " + "; ".join(lines[::3])}
+                    for uid, lines in said.items()
+                ]
+            }
+        )
+    if '<day date="' in prompt:
+        days = [(d, html.unescape(t)) for d, t in _DAY.findall(prompt)]
+        return text(("History: " + " | ".join(f"{d}: {t[: max(40, len(t) // 2)]}" for d, t in days))[:1500])
+    return scripted_model(request)
+
+
+def client_for(stub: GeminiStub, sessions: Any = None) -> tuple[LLM, genai.Client]:
+    """The real client against the stub, with the production resilience settings (limits that do not bind)."""
     client = genai.Client(api_key="bench", http_options=types.HttpOptions(base_url=stub.base_url))
     provider = ResilientProvider(
         GeminiProvider(client, models={"batch": "gemini-2.5-flash", "fast": "gemma-3-27b-it"}, timeout_s=30),
@@ -62,12 +99,16 @@ def client_for(stub: GeminiStub) -> tuple[LLM, genai.Client]:
         requests_per_minute=100_000,
         breaker=CircuitBreaker(failures=50, cooldown=60),
     )
-    return LLM(provider, prompts=load_prompts()), client
+    usage = UsageRecorder(sessions) if sessions is not None else None
+    return LLM(provider, prompts=load_prompts(), usage=usage), client
 
 
-async def fill(memory: MemoryManager, *, users: int, days: int, total: int) -> None:
-    """`total` messages from `users` members spread evenly over the `days` days before NOW."""
-    per_day = max(1, total // days)
+def member(u: int) -> int:
+    return GUILD + 100 + u
+
+
+async def fill(memory: MemoryManager, *, users: int, days: int, per_day: int) -> None:
+    """`per_day` messages a day from `users` members over the `days` days before NOW, and half a day today."""
     step = timedelta(seconds=max(1, 16 * 3600 // per_day))
     for d in range(days, -1, -1):
         start = NOW.replace(hour=1) - timedelta(days=d)
@@ -78,7 +119,7 @@ async def fill(memory: MemoryManager, *, users: int, days: int, total: int) -> N
                     GUILD,
                     GUILD + 1,
                     GUILD + 10_000_000 + d * 1_000_000 + i,
-                    GUILD + 100 + u,
+                    member(u),
                     f"user{u}",
                     f"day {d} message {i}: talking about the {WORDS[(i + u) % len(WORDS)]} with friends",
                     start + step * i,
@@ -88,145 +129,294 @@ async def fill(memory: MemoryManager, *, users: int, days: int, total: int) -> N
     await memory.flush()
 
 
-def llm_calls(stub: GeminiStub) -> int:
-    return len(stub.requests)
+class Bench:
+    """One guild's database, copied at each stage, and the stub whose requests are the model calls."""
+
+    def __init__(self, args: argparse.Namespace, stub: GeminiStub, directory: Path) -> None:
+        self.args = args
+        self.stub = stub
+        self.directory = directory
+        self.backlog_calls = 0
+
+    def calls(self) -> int:
+        return len(self.stub.requests)
+
+    def copy(self, source: str, target: str) -> Path:
+        for suffix in ("", "-wal", "-shm"):
+            if (self.directory / (source + suffix)).exists():
+                shutil.copy(self.directory / (source + suffix), self.directory / (target + suffix))
+        return self.directory / target
+
+    async def on(
+        self, name: str, work: Callable[[MemoryManager], Awaitable[Any]], *, at: datetime = NOW, **overrides: Any
+    ) -> Any:
+        """Run `work` in a fresh process-like MemoryManager on database `name` (empty caches, like a restart)."""
+        async with sqlite_engine(self.directory, reuse=self.directory / name) as engine:
+            llm, client = client_for(self.stub, create_session_factory(engine))
+            settings = Settings(_env_file=None, context_token_budget=2000, **overrides)  # type: ignore[call-arg]
+            memory = MemoryManager(engine, settings, llm=llm, clock=FakeClock(at))
+            await memory.start(background=False)
+            try:
+                return await work(memory)
+            finally:
+                await memory.close()
+                await llm.close()
+                await client.aio.aclose()
+
+
+async def cold(bench: Bench, memory: MemoryManager, users: range) -> tuple[list[int], list[float]]:
+    """Model calls and time of each member's first context in this process."""
+    calls, times = [], []
+    for u in users:
+        before, started = bench.calls(), time.perf_counter()
+        assert await memory.get_memories(GUILD, member(u))
+        times.append(time.perf_counter() - started)
+        calls.append(bench.calls() - before)
+    return calls, times
+
+
+async def day_one(bench: Bench) -> dict[str, Any]:
+    """A guild just imported (or a first start): nothing is summarised, the model is busy, a member asks."""
+    found: dict[str, Any] = {}
+
+    async def asked(memory: MemoryManager) -> None:
+        started = time.perf_counter()
+        first = await memory.get_memories(GUILD, member(0)) or ""  # the guard: MEMORY_WAIT_SECONDS (1 s)
+        found["answered"] = time.perf_counter() - started
+        found["has"] = {
+            "facts": first.startswith("Facts: user0 is vegetarian"),
+            "today's extract": "Today: " in first and "day 0 message" in first,
+            "the week's": "Last week: " in first and "day 1 message" in first,
+        }
+        assert memory.scheduler is not None
+        await memory.scheduler.catch_up()  # the backlog lands (beside the context build the guard left running)
+        memory.settings.memory_wait_seconds = 600
+        before = bench.calls()
+        later = await memory.get_memories(GUILD, member(0)) or ""
+        found["after"] = (bench.calls() - before, later.startswith("MERGED"))
+
+    bench.copy("fresh.db", "day-one.db")
+    await bench.on("day-one.db", asked)
+    bench.copy("fresh.db", "patient.db")  # the same, waiting for the whole context (no scheduler yet)
+    found["patient"] = await bench.on("patient.db", lambda m: cold(bench, m, range(1)), memory_wait_seconds=600)
+    return found
+
+
+async def backlog(bench: Bench) -> Pass:
+    """The scheduler's first pass after an import: every finished day, newest first, with nothing else running."""
+    bench.copy("fresh.db", "imported.db")
+
+    async def catch_up(memory: MemoryManager) -> Pass:
+        assert memory.scheduler is not None
+        before = bench.calls()
+        done = await memory.scheduler.catch_up()
+        bench.backlog_calls = bench.calls() - before
+        return done
+
+    return await bench.on("imported.db", catch_up)
+
+
+async def normal_day(bench: Bench) -> dict[str, Any]:
+    """The scheduler has run every night; at midnight it summarises the day that ended; members ask at 18:00."""
+    found: dict[str, Any] = {}
+    yesterday = NOW - timedelta(days=1)
+    bench.copy("fresh.db", "steady.db")
+    latency, bench.stub.latency = bench.stub.latency, 0.0
+
+    async def nights_before(memory: MemoryManager) -> None:  # members who talked had contexts: rollups exist
+        assert memory.scheduler is not None and memory.rollups is not None
+        await memory.scheduler.catch_up()
+        for u in range(MEASURED + WARMED):
+            await memory.rollups.earlier(GUILD, member(u), yesterday.date(), wait=True)
+
+    await bench.on("steady.db", nights_before, at=yesterday)
+    bench.copy("steady.db", "eve.db")
+    bench.stub.latency = latency
+
+    async def at_midnight(memory: MemoryManager) -> None:
+        assert memory.scheduler is not None
+        before = bench.calls()
+        done = await memory.scheduler.catch_up([GUILD])
+        found["midnight"] = (bench.calls() - before, done.seconds)
+
+    jitter = Settings(_env_file=None).summary_jitter_seconds  # type: ignore[call-arg]
+    await bench.on("steady.db", at_midnight, at=day_bounds(NOW.date(), "UTC")[0] + timedelta(seconds=jitter + 1))
+
+    async def asked(memory: MemoryManager) -> None:
+        found["cold"] = await cold(bench, memory, range(MEASURED))
+        warm = []
+        for _ in range(bench.args.warm):
+            for u in range(MEASURED):
+                started = time.perf_counter()
+                await memory.get_memories(GUILD, member(u))
+                warm.append(time.perf_counter() - started)
+        found["warm"] = warm
+        tracemalloc.start()
+        snap0 = tracemalloc.take_snapshot()
+        for u in range(MEASURED, MEASURED + WARMED):
+            await memory.get_memories(GUILD, member(u))
+        snap1 = tracemalloc.take_snapshot()
+        tracemalloc.stop()
+        found["bytes"] = sum(s.size_diff for s in snap1.compare_to(snap0, "filename") if s.size_diff > 0) / WARMED
+        before = bench.calls()
+        await asyncio.sleep(3 * bench.stub.latency)  # anything the contexts started in the background
+        found["background"] = bench.calls() - before
+
+    await bench.on("steady.db", asked, memory_wait_seconds=600)
+    # The same day without a scheduler: yesterday is not summarised when the first member asks.
+    found["eve"] = await bench.on("eve.db", lambda m: cold(bench, m, range(1)), memory_wait_seconds=600)
+    return found
 
 
 async def measure(args: argparse.Namespace) -> None:
-    stub = await GeminiStub(responder=scripted_model, latency=args.latency).start()
-    settings = Settings(_env_file=None, context_token_budget=2000)  # type: ignore[call-arg]
-    rows_main: list[list[str]] = []
+    stub = await GeminiStub(responder=activity_model).start()
     with tempfile.TemporaryDirectory() as tmp:
-        async with sqlite_engine(Path(tmp)) as engine:
-            llm, client = client_for(stub)
-            from db.engine import create_session_factory
+        bench = Bench(args, stub, Path(tmp))
 
-            llm = LLM(llm.primary, prompts=llm.prompts, usage=UsageRecorder(create_session_factory(engine)))
-            memory = MemoryManager(engine, settings, llm=llm, clock=FakeClock(NOW))
-            await memory.start()
-            await fill(memory, users=args.users, days=args.days, total=args.users and args.days * args.per_day)
-            assert memory.summaries is not None
-            # The daily job: every past day of the last week summarised once for the whole guild.
-            before = llm_calls(stub)
-            for back in range(1, 7):
-                await memory.summaries.past_day(GUILD, (NOW - timedelta(days=back)).date())
-            per_day = (llm_calls(stub) - before) / 6
-            # A member's first context starts rolling up their older weeks and months in the background
-            # (older days summarised once for the guild, then one call per member and period); in the steady
-            # state those are stored, like the finished days. Built here, and counted, for the members below.
-            background = []
-            for u in range(25):  # the five measured cold below, and the twenty whose cache bytes are measured
-                before = llm_calls(stub)
-                await memory.rollups.earlier(GUILD, GUILD + 100 + u, NOW.date(), wait=True)  # type: ignore[union-attr]
-                background.append(llm_calls(stub) - before)
-            await memory.close()
+        async def setup(memory: MemoryManager) -> None:
+            await fill(memory, users=args.users, days=args.days, per_day=args.per_day)
+            await memory.remember(GUILD, member(0), "user0 is vegetarian and plays chess", requested_by=GUILD)
 
-            # Cold: a fresh process (empty caches) over the same database, like a restart.
-            memory = MemoryManager(
-                engine, settings.model_copy(update={"memory_wait_seconds": 60}), llm=llm, clock=FakeClock(NOW)
-            )
-            await memory.start()
-            cold_calls, cold_times = [], []
-            for u in range(5):
-                before, started = llm_calls(stub), time.perf_counter()
-                context = await memory.get_memories(GUILD, GUILD + 100 + u)
-                cold_times.append(time.perf_counter() - started)
-                cold_calls.append(llm_calls(stub) - before)
-                assert context
-            warm = []
-            for _ in range(args.warm):
-                for u in range(5):
-                    started = time.perf_counter()
-                    await memory.get_memories(GUILD, GUILD + 100 + u)
-                    warm.append(time.perf_counter() - started)
-            # Cache bytes per user: warm contexts for more users and measure what the caches hold.
-            tracemalloc.start()
-            snap0 = tracemalloc.take_snapshot()
-            for u in range(5, 25):
-                await memory.get_memories(GUILD, GUILD + 100 + u)
-            snap1 = tracemalloc.take_snapshot()
-            tracemalloc.stop()
-            grown = sum(s.size_diff for s in snap1.compare_to(snap0, "filename") if s.size_diff > 0)
-            await memory.close()
-            await client.aio.aclose()
-    rows_main += [
-        [
-            "daily-summary LLM calls per guild-day",
-            f"{per_day:.1f}",
-            f"{args.per_day:,} messages/day, {args.users} users",
-        ],
-        ["LLM calls, first cold context of the day (guild)", str(cold_calls[0]), "today's batch + history + merge"],
-        ["LLM calls, cold context of another member", str(max(cold_calls[1:])), "history + merge"],
-        [
-            "background LLM calls, a member's first rollups (first / another member)",
-            f"{background[0]} / {max(background[1:5])}",
-            f"older days summarised once per guild, then one call per member and period ({args.days} days)",
-        ],
-        ["cold get_memories p50", f"{statistics.median(cold_times) * 1000:.0f} ms", f"stub latency {args.latency}s"],
-        ["warm get_memories p50", f"{_pct(warm, 50) * 1000:.3f} ms", f"{len(warm)} calls"],
-        ["warm get_memories p99", f"{_pct(warm, 99) * 1000:.3f} ms", "target < 1 ms"],
-        ["cache bytes per user (approx.)", f"{grown / 20:,.0f}", "tracemalloc, 20 users warmed"],
-    ]
+        await bench.on("fresh.db", setup)  # an import, or a first start: nothing summarised yet
+        stub.latency = args.latency
+        first = await day_one(bench)
+        imported = await backlog(bench)
+        normal = await normal_day(bench)
     sizes = await growth(args, stub)
     daily_mode = await growth(argparse.Namespace(**{**vars(args), "sizes": args.sizes[:1]}), stub, mode="daily")
-    rows_main.append(
-        [
-            "context tokens: HISTORY_MODE=summary vs daily",
-            f"{sizes[0][1]} vs {daily_mode[0][1]}",
-            "days 2-7 as one summary, or the six daily summaries merged directly",
-        ]
-    )
     await stub.stop()
-    print_table("Context (SQLite, Gemini stub)", ["measure", "value", "note"], rows_main)
     print_table(
-        "Context size as stored history grows",
-        ["stored messages", "context tokens (user 0)", "vs smallest"],
-        [[f"{n:,}", str(t), f"{(t - sizes[0][1]) / sizes[0][1]:+.1%}" if sizes[0][1] else "-"] for n, t in sizes],
+        f"Context (SQLite, Gemini stub at {args.latency * 1000:.0f} ms a call)",
+        ["measure", "model", "time", "note"],
+        [
+            *rows(args, bench, first, imported, normal),
+            [
+                "context tokens of the steady member: HISTORY_MODE=summary vs daily",
+                f"{sizes[0][1]} vs {daily_mode[0][1]}",
+                "-",
+                "days 2-7 as one summary, or the six daily summaries merged directly",
+            ],
+        ],
+    )
+    print_table(
+        "Context size as stored history grows (CONTEXT_TOKEN_BUDGET 2,000)",
+        ["stored messages", "steady member (tokens)", "member at the guild's pace (tokens)", "busy member's messages"],
+        [[f"{n:,}", str(steady), str(busy), f"{mine:,}"] for n, steady, busy, mine in sizes],
     )
 
 
-async def growth(args: argparse.Namespace, stub: GeminiStub, mode: str = "summary") -> list[tuple[int, int]]:
-    """Context tokens for one member as the stored history grows from `sizes[0]` to `sizes[-1]` messages.
+def rows(
+    args: argparse.Namespace, bench: Bench, first: dict[str, Any], imported: Pass, normal: dict[str, Any]
+) -> list[list[str]]:
+    """The main table."""
+    cold_calls, cold_times = normal["cold"]
+    eve_calls, eve_times = normal["eve"]
+    patient_calls, patient_times = first["patient"]
+    warm = normal["warm"]
+    concurrency = Settings(_env_file=None).summary_concurrency  # type: ignore[call-arg]
+    return [
+        [
+            "cold context, past days summarised by the scheduler (first of the day / another member)",
+            f"{cold_calls[0]} / {max(cold_calls[1:])} calls",
+            f"{cold_times[0] * 1000:.0f} / {statistics.median(cold_times[1:]) * 1000:.0f} ms",
+            "target ≤ 3 calls and ≤ 1 s; today's batch beside the history, then the merge",
+        ],
+        [
+            "cold context, yesterday not summarised (no scheduler)",
+            f"{eve_calls[0]} calls",
+            f"{eve_times[0] * 1000:.0f} ms",
+            "yesterday's batch inside the history",
+        ],
+        [
+            "cold context, nothing summarised (day one), waiting for all of it",
+            f"{patient_calls[0]} calls",
+            f"{patient_times[0] * 1000:.0f} ms",
+            "today beside 6 past days (4 at once) → history → merge",
+        ],
+        [
+            "day one within the guard (MEMORY_WAIT_SECONDS = 1 s)",
+            ", ".join(f"{name} {'yes' if ok else 'NO'}" for name, ok in first["has"].items()),
+            f"{first['answered'] * 1000:.0f} ms",
+            "facts + offline extract while the model works",
+        ],
+        [
+            "day one, once the backlog landed",
+            f"{first['after'][0]} calls",
+            "-",
+            "the merged context: " + ("yes" if first["after"][1] else "NO"),
+        ],
+        [
+            "scheduler at midnight: the day that ended",
+            f"{normal['midnight'][0]} call",
+            f"{normal['midnight'][1] * 1000:.0f} ms",
+            f"{args.per_day:,} messages, {args.users} members",
+        ],
+        [
+            f"scheduler backlog after an import ({args.days} days)",
+            f"{bench.backlog_calls / max(imported.built, 1):.1f} calls per guild-day",
+            f"{imported.seconds / max(imported.built, 1) * 1000:.0f} ms per guild-day",
+            f"{imported.built} days in {imported.seconds:.1f} s, SUMMARY_CONCURRENCY={concurrency}",
+        ],
+        [
+            "background calls after the cold contexts",
+            str(normal["background"]),
+            "-",
+            "these members' rollups were built on the days before",
+        ],
+        [
+            "warm get_memories p50 / p99",
+            "-",
+            f"{_pct(warm, 50) * 1000:.3f} / {_pct(warm, 99) * 1000:.3f} ms",
+            f"{len(warm)} calls; target p99 < 1 ms",
+        ],
+        ["cache bytes per member (approx.)", f"{normal['bytes']:,.0f}", "-", f"tracemalloc, {WARMED} members warmed"],
+    ]
 
-    The member's own activity is the same in every run: 10 messages a day in the last week (of 100 a day)
-    and one message every fourth day over the year before. What grows is everyone else's history, spread
-    over that year. The context must not grow with it (rollups included, built as in the steady state).
+
+async def growth(args: argparse.Namespace, stub: GeminiStub, mode: str = "summary") -> list[tuple[int, int, int, int]]:
+    """Context tokens for two members as the guild's history grows from `sizes[0]` to `sizes[-1]` messages.
+
+    Messages spread evenly over the year before NOW. The steady member's own activity is the same in every run
+    (10 messages a day in the last week, one every fourth day before); the busy member writes 2 % of the
+    guild's messages, so their summaries grow with the guild until the budget holds them. Past days are
+    summarised by the scheduler and the members' rollups built, as in the steady state.
     """
     out = []
     stub.latency = 0.0
+    steady, busy = member(0), member(1)
     for total in args.sizes:
         with tempfile.TemporaryDirectory() as tmp:
             async with sqlite_engine(Path(tmp)) as engine:
                 llm, client = client_for(stub)
                 settings = Settings(_env_file=None, memory_wait_seconds=600, history_mode=mode)  # type: ignore[call-arg]
                 memory = MemoryManager(engine, settings, llm=llm, clock=FakeClock(NOW))
-                await memory.start()
-                recent = 7 * 100
+                await memory.start(background=False)
+                mine = 0
                 for d in range(7):
-                    for i in range(100):
-                        await memory.ingest_message(
-                            _message(
-                                d,
-                                i,
-                                0 if i % 10 == 0 else 1 + i % 50,
-                                NOW.replace(hour=1) - timedelta(days=d, seconds=-60 * i),
-                            ),
-                            wait=True,
-                        )
-                own = range(8, 8 + 365, 4)
-                for back in own:
+                    for i in range(10):
+                        at = NOW.replace(hour=1) - timedelta(days=d, minutes=-7 * i)
+                        await memory.ingest_message(_message(d, 9_000_000 + i, 0, at), wait=True)
+                for back in range(8, 8 + 365, 4):
                     at = NOW - timedelta(days=back, hours=3)
-                    await memory.ingest_message(_message(back, 9_000_000 + back, 0, at), wait=True)
-                old = max(0, total - recent - len(own))
-                for i in range(old):
-                    back = 8 + (i * 365) // max(old, 1)
-                    at = NOW - timedelta(days=back, seconds=i % 80000)
-                    await memory.ingest_message(_message(back, i, 1 + i % 199, at), wait=True)
+                    await memory.ingest_message(_message(back, 9_500_000, 0, at), wait=True)
+                for i in range(total):
+                    back = (i * 365) // max(total, 1)
+                    at = NOW.replace(hour=0) - timedelta(days=back) + timedelta(seconds=(i * 7919) % 64800)
+                    author = 1 if i % 50 == 0 else 2 + i % 198
+                    mine += author == 1
+                    await memory.ingest_message(_message(back, i, author, at), wait=True)
                 await memory.flush()
-                await memory.remember(GUILD, GUILD + 100, "user0 is vegetarian and plays chess", requested_by=GUILD)
-                await memory.rollups.earlier(GUILD, GUILD + 100, NOW.date(), wait=True)  # type: ignore[union-attr]
-                context = await memory.get_memories(GUILD, GUILD + 100) or ""
-                out.append((recent + len(own) + old, estimate_tokens(context)))
+                for who in (steady, busy):
+                    await memory.remember(
+                        GUILD, who, f"member {who % 1000} is vegetarian and plays chess", requested_by=GUILD
+                    )
+                assert memory.scheduler is not None and memory.rollups is not None
+                await memory.scheduler.catch_up()
+                tokens = []
+                for who in (steady, busy):
+                    await memory.rollups.earlier(GUILD, who, NOW.date(), wait=True)
+                    tokens.append(estimate_tokens(await memory.get_memories(GUILD, who) or ""))
+                out.append((total + 70 + len(range(8, 8 + 365, 4)), tokens[0], tokens[1], mine))
                 await memory.close()
                 await client.aio.aclose()
     return out
@@ -237,9 +427,9 @@ def _message(day: int, i: int, user: int, at: datetime) -> IncomingMessage:
         GUILD,
         GUILD + 1,
         GUILD + 10_000_000 + day * 10_000_000 + i,
-        GUILD + 100 + user,
+        member(user),
         f"user{user}",
-        f"message {i}: the {WORDS[(i + user) % len(WORDS)]} again",
+        f"message {i}: the {WORDS[(i + user) % len(WORDS)]} again, and how it went on day {day}",
         at,
     )
 
@@ -255,7 +445,7 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--per-day", type=int, default=2000)
     parser.add_argument("--latency", type=float, default=0.2)
-    parser.add_argument("--warm", type=int, default=400, help="warm rounds over 5 users")
+    parser.add_argument("--warm", type=int, default=400, help="warm rounds over 5 members")
     parser.add_argument(
         "--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[1000, 10_000, 100_000, 1_000_000]
     )

@@ -14,9 +14,10 @@ from bot.memory.clock import Clock
 from bot.memory.manager import MemoryManager
 from bot.model_turns import ModelTurns
 from bot.responder import Responder
-from bot.settings import Settings
+from bot.settings import ConfigError, Settings
 from db.engine import create_engine, create_session_factory
 from db.migrate import upgrade
+from db.single_writer import DatabaseInUseError, sole_writer
 
 log = logging.getLogger(__name__)
 
@@ -34,15 +35,29 @@ class App:
 async def open_app(settings: Settings, *, clock: Clock | None = None, background: bool = False) -> AsyncIterator[App]:
     """Migrate, open the engine and the LLM client, start memory; close all of it (draining) on exit.
 
-    `background`: long-running front ends (the bot, the console) also embed messages in the background.
+    `background`: long-running front ends (the bot, the console) also embed messages and summarise finished
+    days in the background, and on SQLite they hold the database's single-writer lock: a second bot on the
+    same file ends with one sentence (a ConfigError), while short commands go on working beside it.
     """
+    with contextlib.ExitStack() as held:
+        if background:
+            try:
+                held.enter_context(sole_writer(settings.database_url))
+            except DatabaseInUseError as exc:
+                raise ConfigError(str(exc)) from None
+        async with _opened(settings, clock=clock, background=background) as app:
+            yield app
+
+
+@contextlib.asynccontextmanager
+async def _opened(settings: Settings, *, clock: Clock | None, background: bool) -> AsyncIterator[App]:
     engine = create_engine(settings.database_url)
     try:
         await upgrade(engine)
         llm = build_llm(settings, sessions=create_session_factory(engine))
         embedder = build_embedder(settings, llm)
         memory = MemoryManager(engine, settings, llm=llm, clock=clock, embedder=embedder)
-        await memory.start(background=background)
+        await memory.start(background=background, schedule=background)
         turns = ModelTurns(llm, memory, settings)
         responder = Responder(
             memory,

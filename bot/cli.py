@@ -63,14 +63,20 @@ def async_command(func: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[...
 async def _stoppable(
     func: Callable[..., Coroutine[Any, Any, Any]], args: Any, kwargs: Any, *, handles_stop: bool
 ) -> Any:
+    from bot.settings import ConfigError
+    from bot.start_up import fail
+
     stop = StopRequest()
     stop_on_signals(stop)
-    if handles_stop:
-        return await func(*args, stop=stop, **kwargs)
     try:
-        return await unless_stopped(func(*args, **kwargs), stop)
-    except StoppedError:
-        _stopped_exit(stop, "Stopped before finishing.")
+        if handles_stop:
+            return await func(*args, stop=stop, **kwargs)
+        try:
+            return await unless_stopped(func(*args, **kwargs), stop)
+        except StoppedError:
+            _stopped_exit(stop, "Stopped before finishing.")
+    except ConfigError as exc:  # e.g. a second bot on one SQLite file: one sentence, not a traceback
+        fail(str(exc), exc)
 
 
 def _stopped_exit(stop: StopRequest, sentence: str) -> NoReturn:

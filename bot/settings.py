@@ -75,6 +75,10 @@ class Settings(BaseSettings):
     chat_window_tokens: int = Field(default=1500, ge=100, le=2_000_000)
     history_mode: Literal["summary", "daily"] = "summary"
     daily_input_tokens: int = Field(default=200_000, ge=1000, le=100_000_000)
+    summary_schedule: bool = True
+    summary_concurrency: int = Field(default=2, ge=1, le=64)
+    summary_jitter_seconds: float = Field(default=900.0, ge=0, le=6 * 3600)
+    summary_lease_seconds: float = Field(default=90.0, ge=1, le=3600)
     recall_half_life_days: float = Field(default=180.0, ge=0, le=36_500)
     recall_token_budget: int = Field(default=2000, ge=200, le=1_000_000)
     embedding_model: str | None = "local"

@@ -8,6 +8,7 @@ from sqlalchemy import (
     REAL,
     Boolean,
     Date,
+    Double,
     ForeignKey,
     Index,
     Integer,
@@ -277,3 +278,17 @@ class ReplySource(Base):
         Index("ix_reply_sources_guild_user", "guild_id", "user_id"),
         Index("ix_reply_sources_message", "message_id"),
     )
+
+
+class BuildClaim(Base):
+    """A process building one derived thing (a guild-day's summaries, a history, a rollup) until `expires`.
+
+    PostgreSQL only (SQLite has one writing process): the others wait for the result instead of calling the
+    model too. The key is a digest of what is built, so no member's id is kept here.
+    """
+
+    __tablename__ = "build_claims"
+
+    key: Mapped[str] = mapped_column(String(40), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(32))
+    expires: Mapped[float] = mapped_column(Double)  # seconds since the epoch, by the database's clock

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import scope as scoping
@@ -33,6 +33,60 @@ async def day_messages(
         .order_by(ChatMessage.timestamp, ChatMessage.message_id)
     )
     return [(ts, user_id, text) for ts, user_id, text in rows]
+
+
+async def member_messages(
+    session: AsyncSession, guild_id: int, user_id: int, start: datetime, end: datetime
+) -> list[tuple[datetime, int, str]]:
+    """What one member said in [start, end), as `day_messages` reads it for a summary (same scope), oldest first."""
+    rows = await session.execute(
+        select(ChatMessage.timestamp, ChatMessage.user_id, ChatMessage.message_text)
+        .where(
+            scoping.clause(scoping.SUMMARY_INPUT, "chat_history", Scope(guild_id)),
+            ChatMessage.user_id == user_id,
+            ChatMessage.timestamp >= start,
+            ChatMessage.timestamp < end,
+        )
+        .order_by(ChatMessage.timestamp, ChatMessage.message_id)
+    )
+    return [(ts, user, text) for ts, user, text in rows]
+
+
+async def has_messages(session: AsyncSession, guild_id: int, start: datetime, end: datetime) -> bool:
+    """Whether the guild said anything a summary is built from in [start, end)."""
+    found = await session.scalar(
+        select(ChatMessage.message_id)
+        .where(
+            scoping.clause(scoping.SUMMARY_INPUT, "chat_history", Scope(guild_id)),
+            ChatMessage.timestamp >= start,
+            ChatMessage.timestamp < end,
+        )
+        .limit(1)
+    )
+    return found is not None
+
+
+async def first_message_at(session: AsyncSession, guild_id: int) -> datetime | None:
+    """When the guild's oldest stored message was written (no day before it needs a summary)."""
+    return await session.scalar(select(func.min(ChatMessage.timestamp)).where(ChatMessage.guild_id == guild_id))
+
+
+async def summarised_days(session: AsyncSession, guild_id: int, since: date) -> set[date]:
+    """The days from `since` on whose summaries are stored (a day summarised as empty included)."""
+    rows = await session.scalars(
+        select(DailySummary.day).where(DailySummary.guild_id == guild_id, DailySummary.day >= since).distinct()
+    )
+    return set(rows)
+
+
+async def guilds(session: AsyncSession) -> list[int]:
+    """Every guild with stored messages: one index probe per guild (a skip scan), not a scan of the table."""
+    ids = select(func.min(ChatMessage.guild_id).label("id")).cte("guild_ids", recursive=True)
+    following = select(
+        select(func.min(ChatMessage.guild_id)).where(ChatMessage.guild_id > ids.c.id).scalar_subquery()
+    ).where(ids.c.id.is_not(None))
+    ids = ids.union_all(following)
+    return [g for g in (await session.scalars(select(ids.c.id).where(ids.c.id.is_not(None)))) if g is not None]
 
 
 async def stored_day(session: AsyncSession, guild_id: int, day: date) -> dict[int, str] | None:
@@ -78,14 +132,10 @@ async def save_day(
         }
         for user_id, text in summaries.items()
     ]
-    stmt = (
-        dialect_insert(session, DailySummary)
-        .values(rows)
-        .on_conflict_do_nothing(  # type: ignore[attr-defined]
-            index_elements=["guild_id", "day", "user_id"]
-        )
-    )
-    await session.execute(stmt)
+    # Rows as parameters (executemany), not one VALUES clause: a 200-member day compiled its own 1,400-parameter
+    # statement each time, a fifth of a second of CPU per guild-day; this form is compiled once and cached.
+    stmt = dialect_insert(session, DailySummary).on_conflict_do_nothing(index_elements=["guild_id", "day", "user_id"])
+    await session.execute(stmt, rows)
 
 
 async def stored_history(session: AsyncSession, guild_id: int, user_id: int, end_date: date) -> str | None:

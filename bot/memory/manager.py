@@ -22,6 +22,7 @@ from bot.llm.embeddings import Embedder
 from bot.llm.prompts import ChatLine
 from bot.memory.caches import CacheReport
 from bot.memory.channels import ChannelScopes, Mode
+from bot.memory.claims import Claims
 from bot.memory.clock import Clock
 from bot.memory.coherence import ChangeFeed, Generations
 from bot.memory.context import ContextBuilder
@@ -36,6 +37,7 @@ from bot.memory.question import Question
 from bot.memory.question import read as read_question
 from bot.memory.recall import Hit, Recall, Recalled, pack
 from bot.memory.rollups import Rollups
+from bot.memory.scheduler import SummaryScheduler
 from bot.memory.summaries import Summaries
 from bot.memory.vector_index import VectorIndex
 from bot.memory.window import ChannelWindow
@@ -91,19 +93,41 @@ class MemoryManager:
         self.summaries: Summaries | None = None
         self.rollups: Rollups | None = None
         self._context: ContextBuilder | None = None
+        self.scheduler: SummaryScheduler | None = None
+        # Several processes share a PostgreSQL database; a SQLite file has one writing process (bot/app.py).
+        self.claims = Claims(
+            self.sessions, enabled=engine.dialect.name == "postgresql", lease=settings.summary_lease_seconds
+        )
         if llm is not None and self._facts is not None:
-            parts = {"generations": self.generations}
-            self.summaries = Summaries(self.sessions, llm, self.names, settings, self.clock, **parts)
-            self.rollups = Rollups(self.sessions, self.summaries, llm, self.names, self.clock, **parts)
+            self.summaries = Summaries(
+                self.sessions, llm, self.names, settings, self.clock, generations=self.generations, claims=self.claims
+            )
+            self.rollups = Rollups(
+                self.sessions,
+                self.summaries,
+                llm,
+                self.names,
+                self.clock,
+                generations=self.generations,
+                claims=self.claims,
+            )
             self._context = ContextBuilder(
                 self._facts,
                 self.summaries,
                 llm,
                 self.names,
+                sessions=self.sessions,
                 settings=settings,
                 clock=self.clock,
                 rollups=self.rollups,
-                **parts,
+                generations=self.generations,
+            )
+            self.scheduler = SummaryScheduler(
+                self.summaries,
+                self.sessions,
+                self.clock,
+                concurrency=settings.summary_concurrency,
+                jitter_seconds=settings.summary_jitter_seconds,
             )
         self.ingest = WriteBehindQueue(
             engine,
@@ -138,11 +162,13 @@ class MemoryManager:
         self._compacting: asyncio.Task[None] | None = None  # a file rewrite waiting for a burst of deletions to end
         self._optimizing: asyncio.Task[None] | None = None
 
-    async def start(self, *, background: bool = True) -> None:
+    async def start(self, *, background: bool = True, schedule: bool = False) -> None:
         """Load what ingestion needs to decide (opt-outs, channels, zones); start the writer and the change feed,
-        and (unless a short command) the embedding of messages in the background."""
+        and (unless a short command) the embedding of messages in the background; with `schedule` (the bot, the
+        console) also the summary scheduler (SUMMARY_SCHEDULE)."""
         await self._load_choices()
         await self.channels.load()
+        await self.claims.prune()
         self.ingest.start()
         await self.feed.start()
         if background and await maintenance.needs_compacting(self.engine):  # deletions a stop left unfinished
@@ -153,6 +179,8 @@ class MemoryManager:
             self.embedding.start()
             if (warm := getattr(self._embedder, "warm", None)) is not None:
                 warm()  # questions go on words alone until the model is loaded
+        if self.scheduler is not None and schedule and self.settings.summary_schedule:
+            self.scheduler.start()
 
     async def vectors_ready(self, guild_id: int | None = None) -> bool:
         """Wait until questions can be embedded and searched in the guild's index (a one-question command, a
@@ -187,6 +215,8 @@ class MemoryManager:
             await self.ingest.put(DeadLetter(message, str(exc)), wait=wait)  # counted and logged (once) by the queue
             return True
         self.names.note(message.guild_id, message.author_id, message.author_name, message.author_username)
+        if self.scheduler is not None:
+            self.scheduler.note_guild(message.guild_id)
         self.window.add(message)
         if not self.ingest.offer(message):  # the common case costs no extra coroutine
             await self.ingest.put(message, wait=wait)
@@ -721,8 +751,10 @@ class MemoryManager:
         if self._compacting is not None and not self._compacting.done():
             log.info("rewriting the database file so that what was deleted leaves it")
             await self.compact_pending()
-        # Outermost first: a context build waits on rollups and summaries, which would otherwise outlive the
-        # engine and leave a connection to the garbage collector.
+        # Outermost first: the scheduler and a context build wait on rollups and summaries, which would otherwise
+        # outlive the engine and leave a connection to the garbage collector.
+        if self.scheduler is not None:
+            await self.scheduler.close()
         for part in (self._context, self.rollups, self.summaries):
             if part is not None:
                 await part.close()

@@ -19,6 +19,7 @@ from bot.llm.client import LLM
 from bot.llm.prompts import when, xml_text
 from bot.llm.types import LLMError
 from bot.memory.caches import CountingLRU, drop_entries
+from bot.memory.claims import Claims
 from bot.memory.clock import Clock
 from bot.memory.coherence import Generations
 from bot.memory.flight import SingleFlight
@@ -30,6 +31,7 @@ from db.summaries import Period
 
 WEEKS = 3  # at least this many complete ISO weeks before the last-week window
 MONTHS = 2  # complete calendar months before those weeks
+AT_ONCE = 2  # days a rollup builds at once: it is background work, and replies share the database and model
 
 
 def periods(today: date, *, weeks: int = WEEKS, months: int = MONTHS) -> tuple[list[Period], list[date]]:
@@ -72,8 +74,10 @@ class Rollups:
         clock: Clock,
         *,
         generations: Generations | None = None,
+        claims: Claims | None = None,
     ) -> None:
         self._sessions = sessions
+        self._claims = claims or Claims(sessions, enabled=False, lease=60.0)
         self._summaries = summaries
         self._llm = llm
         self._names = names
@@ -115,10 +119,11 @@ class Rollups:
             complete &= text is not None
             if text:
                 parts.append(f"{label(period)}: {text}")
-        for day in loose:
-            summaries = await (
-                self._summaries.past_day(guild_id, day) if build else self._summaries.stored_day(guild_id, day)
-            )
+        if build:
+            found: list[dict[int, str] | None] = list(await self._summaries.past_days(guild_id, loose, at_once=AT_ONCE))
+        else:
+            found = [await self._summaries.stored_day(guild_id, day) for day in loose]
+        for day, summaries in zip(loose, found, strict=True):
             complete &= summaries is not None
             if text := (summaries or {}).get(user_id, ""):
                 parts.append(f"On {day}: {text}")
@@ -138,21 +143,29 @@ class Rollups:
         async with self._sessions() as session:
             stored = await store.stored_rollup(session, guild_id, user_id, period)
             seen = await changes.latest(session, guild_id) if stored is None and build else 0
-        if stored is None and build:
-            stored = await self._build(guild_id, user_id, period, seen, generation)
+        if stored is None and build:  # one process asks the model; others wait for what it stores
+            stored = await self._claims.once(
+                (period.kind, guild_id, user_id, period.start),
+                load=lambda: self._stored(guild_id, user_id, period),
+                build=lambda: self._build(guild_id, user_id, period, seen, generation),
+            )
         if stored is not None and self._generations.of(guild_id) == generation:
             self._cache[key] = stored
         return stored
+
+    async def _stored(self, guild_id: int, user_id: int, period: Period) -> str | None:
+        async with self._sessions() as session:
+            return await store.stored_rollup(session, guild_id, user_id, period)
 
     async def _build(self, guild_id: int, user_id: int, period: Period, seen: int, generation: int) -> str | None:
         """Summarise a member's period; stored only when it says something (a quiet period is remembered in
         this process only, so nothing is written about a member who is gone) and no change came since `seen`."""
         days = [period.start + timedelta(days=k) for k in range((period.end - period.start).days)]
         try:
-            dailies = [(d.isoformat(), (await self._summaries.past_day(guild_id, d)).get(user_id, "")) for d in days]
+            found = await self._summaries.past_days(guild_id, days, at_once=AT_ONCE)
         except LLMError:
             return None
-        dailies = [(d, text) for d, text in dailies if text]
+        dailies = [(d.isoformat(), text) for d, day in zip(days, found, strict=True) if (text := day.get(user_id, ""))]
         text, model = "", ""
         if dailies:
             try:
