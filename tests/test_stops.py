@@ -121,7 +121,9 @@ async def test_sigterm_to_run_while_storage_is_away_keeps_every_accepted_message
     assert "when Elefant next starts" in one_spill_sentence(err.decode())
 
     # The next start on this database stores what the stop had to keep on disk, and removes the file.
-    again = await start(["-m", "bot", "stats", "--guild", "1"], tmp_path, environment(db_url))
+    async with engine.connect() as conn:
+        guild = (await conn.execute(select(ChatMessage.guild_id).limit(1))).scalar()
+    again = await start(["-m", "bot", "stats", "--guild", str(guild)], tmp_path, environment(db_url))
     _, err = await asyncio.wait_for(again.communicate(), 60)
     assert again.returncode == 0, err.decode()
     assert set(await stored(engine)) == accepted
