@@ -7,7 +7,8 @@ import json
 import pytest
 from sqlalchemy import func, select
 
-from bot.importer import ImportFileError, import_file, read_export
+from bot.exports import ImportFileError, read_export
+from bot.importer import import_file
 from bot.memory.manager import MemoryManager
 from db.models import ChatMessage, MemberName
 from tests.export_files import AUTHORS, CHANNEL_ID, GUILD_ID, write_export
