@@ -260,7 +260,10 @@ async def embed() -> None:
 @click.option("--private", is_flag=True, help="The exported channels are ones @everyone cannot read.")
 @async_command
 async def import_(files: tuple[Path, ...], private: bool, stop: StopRequest) -> None:
-    """Import DiscordChatExporter JSON exports (idempotent; a bad file is reported and stores nothing).
+    """Import DiscordChatExporter JSON exports: files, or folders of them (idempotent; a bad file stores nothing).
+
+    Prints, per file and per guild, the messages stored, those already stored (duplicates) and those skipped,
+    then the command that shows the guild.
 
     Private threads stay private; direct-message exports are refused. Exports do not say whether a channel is
     private: pass --private for channels @everyone cannot read. Stopped (Ctrl-C, SIGTERM), it stores what it
@@ -268,13 +271,17 @@ async def import_(files: tuple[Path, ...], private: bool, stop: StopRequest) -> 
     """
     settings = _settings()
     from bot.app import open_app
-    from bot.importer import ImportFileError, ImportProgress, import_file
+    from bot.importer import ImportFileError, ImportProgress, ImportSummary, describe, export_files, import_file
 
     await _migrate(settings)
-    failed = 0
+    paths, empty = export_files(files)
+    for sentence in empty:
+        click.echo(f"Not imported: {sentence}", err=True)
+    failed = len(empty)
+    summary = ImportSummary()
     stopped: ImportProgress | None = None
     async with open_app(settings) as app:
-        for path in files:
+        for path in paths:
             tracking = ImportProgress(path)
             try:
                 result = await unless_stopped(
@@ -296,12 +303,13 @@ async def import_(files: tuple[Path, ...], private: bool, stop: StopRequest) -> 
             except StoppedError:
                 stopped = tracking
                 break
-            extra = f", {result.skipped_bots} from bots skipped" if result.skipped_bots else ""
-            extra += f", {result.skipped_notices} system notices skipped" if result.skipped_notices else ""
-            click.echo(f"{path}: {result.messages:,} messages from #{result.channel} ({result.guild}){extra}")
+            click.echo(describe(result))
+            summary.add(result)
     # Said after memory is closed: what was read is stored by then (or in a spill file, which the log names).
+    for line in summary.lines():
+        click.echo(line)
     if stopped is not None:
-        left = len(files) - files.index(stopped.path) - 1
+        left = len(paths) - paths.index(stopped.path) - 1
         later = f" ({left} later file{'s' if left != 1 else ''} not started)" if left else ""
         how_far = (
             f"after {stopped.done:,} of {stopped.total:,} messages of {stopped.path.name}"

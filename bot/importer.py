@@ -1,139 +1,40 @@
-"""Import DiscordChatExporter JSON exports through the batched ingestion path; idempotent, validated first."""
+"""Import DiscordChatExporter JSON exports through the batched ingestion path: streamed, validated whole first.
+
+A file is read twice and never held: the first pass (bot/exports.py) validates every message and stages the
+rows ingestion needs in a temporary file, the second feeds them to storage. Memory stays the same whatever
+the export's size, and a file that turns out bad at its end still stores nothing. Idempotent.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-from dataclasses import dataclass
+import marshal
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import IO, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tqdm import tqdm
 
 from bot.conversation import address, is_command
+from bot.exports import ExportHead, ExportMessage, ImportFileError, iter_messages, open_export, read_head
 from bot.memory.manager import MemoryManager
 from bot.memory.types import IncomingMessage, Kind
-from bot.speech import EXPORT_SPEECH, spoken
-from db.records import MAX_ID
 
 log = logging.getLogger(__name__)
-# Where a whole file lands: an id no database can store (or no Discord id at all) refuses the file in one
-# sentence, before anything is written. Ids inside messages are left to ingestion (a poison row is dead-lettered).
-PlaceId = Annotated[int, Field(ge=0, le=MAX_ID)]  # 0: DiscordChatExporter's pseudo-guild of direct messages
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-
-
-class ExportAuthor(_Model):
-    """An author as DiscordChatExporter writes it."""
-
-    id: int
-    name: str
-    nickname: str | None = None
-    is_bot: bool = Field(default=False, alias="isBot")
-
-
-class ExportReference(_Model):
-    """The message a reply (or a forward) points at."""
-
-    message_id: int | None = Field(default=None, alias="messageId")
-    type: str = "Default"  # "Forward" for forwarded messages
-
-
-class ExportMention(_Model):
-    """A mentioned user."""
-
-    id: int
-
-
-class ExportFile(_Model):
-    """An attachment: its name is what memory keeps of it."""
-
-    file_name: str = Field(default="", alias="fileName")
-
-
-class ExportSticker(_Model):
-    """A sticker: its name is what memory keeps of it."""
-
-    name: str = ""
-
-
-class ExportForward(_Model):
-    """The message a forward carries."""
-
-    content: str = ""
-    attachments: list[ExportFile] = []
-    stickers: list[ExportSticker] = []
-
-
-class ExportMessage(_Model):
-    """One exported message."""
-
-    id: int
-    type: str = "Default"
-    timestamp: datetime
-    timestamp_edited: datetime | None = Field(default=None, alias="timestampEdited")
-    content: str = ""
-    author: ExportAuthor
-    mentions: list[ExportMention] = []
-    reference: ExportReference | None = None
-    attachments: list[ExportFile] = []
-    stickers: list[ExportSticker] = []
-    forwarded: ExportForward | None = Field(default=None, alias="forwardedMessage")
-
-    def speech(self) -> str:
-        """The words memory keeps (files, stickers and forwarded text included); "" for a system notice."""
-        if self.type not in EXPORT_SPEECH:
-            return ""
-        forward = self.forwarded
-        return spoken(
-            self.content,
-            files=[a.file_name for a in self.attachments],
-            stickers=[s.name for s in self.stickers],
-            forwarded=forward.content if forward is not None else None,
-            forwarded_files=[a.file_name for a in forward.attachments] if forward is not None else (),
-            forwarded_stickers=[s.name for s in forward.stickers] if forward is not None else (),
-        )
-
-
-class ExportGuild(_Model):
-    """The guild an export comes from ("0" for direct messages)."""
-
-    id: PlaceId
-    name: str = ""
-
-
-class ExportChannel(_Model):
-    """The channel an export comes from; for a thread, `categoryId` is its parent channel."""
-
-    id: Annotated[int, Field(gt=0, le=MAX_ID)]
-    name: str = ""
-    type: str = "GuildTextChat"
-    category_id: PlaceId | None = Field(default=None, alias="categoryId")
-
-
-class Export(_Model):
-    """A whole DiscordChatExporter JSON file."""
-
-    guild: ExportGuild
-    channel: ExportChannel
-    messages: list[ExportMessage]
-
-
-class ImportFileError(Exception):
-    """A file could not be imported; the message names the file and the problem."""
 
 
 @dataclass(slots=True)
 class ImportProgress:
     """How far an import of one file got: messages handled (queued for storage or skipped) of its total.
 
-    Kept up to date while the import runs, so whoever stops it can say how far it got.
+    Kept up to date while the import runs, so whoever stops it can say how far it got; the total is known once
+    the file has been read and validated.
     """
 
     path: Path
@@ -143,32 +44,25 @@ class ImportProgress:
 
 @dataclass(frozen=True, slots=True)
 class ImportResult:
-    """What one file contributed."""
+    """What one file contributed: its messages of people, and what storage made of them."""
 
     path: Path
     guild: str
     channel: str
-    messages: int
+    messages: int  # handed to storage: stored + duplicates + dead_letters
     skipped_bots: int
     skipped_notices: int = 0  # joins, pins, calls …: not speech
     guild_id: int = 0
     private: bool = False
+    stored: int = 0  # new rows: not in the database before
+    duplicates: int = 0  # stored already (an earlier import, the live bot); a newer edit still updates them
+    dead_letters: int = 0  # refused by every database (an impossible id), kept in dead_letters
+    opted_out: int = 0  # by members who opted out here: not kept
 
-
-def read_export(path: Path) -> Export:
-    """Parse and validate a whole file before anything is stored, so a bad file stores nothing."""
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8-sig"))  # a BOM is fine
-    except OSError as exc:
-        raise ImportFileError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ImportFileError(f"{path}: is not a JSON export ({exc})") from exc
-    try:
-        return Export.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise ImportFileError(f"{path}: is not a DiscordChatExporter JSON export: {where}: {first['msg']}") from exc
+    @property
+    def skipped(self) -> int:
+        """Messages not handed to storage."""
+        return self.skipped_bots + self.skipped_notices + self.opted_out
 
 
 DIRECT = frozenset({"DirectTextChat", "DirectGroupTextChat"})
@@ -176,12 +70,90 @@ PRIVATE_THREAD = "GuildPrivateThread"
 THREADS = frozenset({"GuildPublicThread", PRIVATE_THREAD, "GuildNewsThread"})
 
 
-def _refuse_direct(path: Path, export: Export) -> None:
-    if export.guild.id == 0 or export.channel.type in DIRECT:
+def _refuse_direct(path: Path, head: ExportHead) -> None:
+    if head.guild.id == 0 or head.channel.type in DIRECT:
         raise ImportFileError(
             f"{path}: is an export of direct messages; Elefant only keeps what is said in servers, so nothing "
             "was imported"
         )
+
+
+STAGED_ROWS = 1000  # rows per staged record: one marshal.load each when storing
+
+
+@dataclass(slots=True)
+class _Staged:
+    """A validated file's messages of people, as the rows ingestion needs, in a temporary file."""
+
+    rows: IO[bytes]
+    total: int = 0
+    skipped_bots: int = 0
+    notices: int = 0
+
+
+def _row(index: int, m: ExportMessage, text: str, bot_name: str) -> tuple[Any, ...]:
+    # Plain values only (marshal): times as ISO text keep their offset, and an impossible one stays for
+    # ingestion to refuse (a dead letter), as before.
+    addressed = address(m.content, bot_user_id=0, bot_name=bot_name, replied_to_bot=False)
+    return (
+        index,
+        m.id,
+        m.author.id,
+        m.author.nickname or m.author.name,
+        m.author.name,
+        text,
+        m.timestamp.isoformat(),
+        None if m.timestamp_edited is None else m.timestamp_edited.isoformat(),
+        m.reference.message_id if m.reference and m.reference.type != "Forward" else None,
+        tuple(x.id for x in m.mentions),
+        addressed is not None and is_command(addressed),
+    )
+
+
+async def _stage(path: Path, *, include_bots: bool, bot_name: str, progress: bool) -> _Staged:
+    """Read and validate every message, keeping the rows to store on disk; nothing is stored yet."""
+    staged = _Staged(tempfile.TemporaryFile(prefix="elefant-import-"))  # noqa: SIM115 - closed by import_file
+    chunk: list[tuple[Any, ...]] = []
+    try:
+        with (
+            open_export(path) as source,
+            tqdm(
+                total=os.fstat(source.fileno()).st_size,
+                desc=f"{path.name} (reading)",
+                unit="B",
+                unit_scale=True,
+                disable=not progress,
+            ) as bar,
+        ):
+            for index, m in enumerate(iter_messages(path, source)):
+                staged.total = index + 1
+                if m.author.is_bot and not include_bots:
+                    staged.skipped_bots += 1
+                elif text := m.speech():
+                    chunk.append(_row(index, m, text, bot_name))
+                else:
+                    staged.notices += 1
+                if len(chunk) == STAGED_ROWS:
+                    marshal.dump(chunk, staged.rows)
+                    chunk = []
+                if index % STAGED_ROWS == 0:
+                    bar.update(source.tell() - bar.n)
+                    await asyncio.sleep(0)  # a long file must not hold the loop: a stop gets its turn
+        if chunk:
+            marshal.dump(chunk, staged.rows)
+        staged.rows.seek(0)
+    except BaseException:
+        staged.rows.close()
+        raise
+    return staged
+
+
+def _staged_rows(rows: IO[bytes]) -> Iterator[list[tuple[Any, ...]]]:
+    while True:
+        try:
+            yield marshal.load(rows)  # noqa: S302 - our own temporary file, written just before
+        except EOFError:
+            return
 
 
 async def import_file(
@@ -197,58 +169,155 @@ async def import_file(
     """Store every message people wrote in one export (a second import of the same file adds nothing).
 
     A private thread stays private (only visible inside itself), a thread inherits its parent channel's scope,
-    and `private` marks the exported channel as one @everyone cannot read (exports do not say). The import
-    waits for storage when the queue is full (it must not outrun the database), and may be cancelled at any
-    message: what was queued before is stored on close, and `tracking` says how far it got.
+    and `private` marks the exported channel as one @everyone cannot read (exports do not say). The whole file
+    is validated before anything is stored. The import waits for storage when the queue is full (it must not
+    outrun the database), and may be cancelled at any message: what was queued before is stored on close,
+    and `tracking` says how far it got.
     """
-    export = read_export(path)
-    _refuse_direct(path, export)
+    head = read_head(path)
+    _refuse_direct(path, head)
     tracking = tracking or ImportProgress(path)
-    tracking.total = len(export.messages)
-    log.info("importing %s: %d messages", path.name, tracking.total)
-    guild_id, channel = export.guild.id, export.channel
-    thread = channel.type in THREADS
-    is_private = private or channel.type == PRIVATE_THREAD
-    await memory.observe_channel(
+    staged = await _stage(path, include_bots=include_bots, bot_name=bot_name, progress=progress)
+    with staged.rows:
+        tracking.total = staged.total
+        guild_id, channel = head.guild.id, head.channel
+        thread = channel.type in THREADS
+        is_private = private or channel.type == PRIVATE_THREAD
+        await memory.observe_channel(
+            guild_id,
+            channel.id,
+            # A file cannot say that a channel is public: without --private, what is known already stays.
+            is_private=True if is_private else None,
+            parent_id=channel.category_id if thread else None,
+            channel_type=channel.type,
+        )
+        await memory.flush()  # what was pending before (an earlier stop's spill) is not this file's to count
+        before = memory.stored_so_far()
+        log.info("importing %s: %d messages", path.name, tracking.total)
+        handed = opted_out = 0
+        with tqdm(total=staged.total, desc=path.name, unit="msg", disable=not progress, leave=False) as bar:
+            for chunk in _staged_rows(staged.rows):
+                for index, message_id, author_id, name, username, text, at, edited, reply, mentions, command in chunk:
+                    tracking.done = index  # every earlier message is queued or skipped; a cancel lands on this one
+                    queued = await memory.ingest_message(
+                        IncomingMessage(
+                            guild_id=guild_id,
+                            channel_id=channel.id,
+                            message_id=message_id,
+                            author_id=author_id,
+                            author_name=name,
+                            author_username=username,
+                            content=text,
+                            created_at=datetime.fromisoformat(at),
+                            edited_at=None if edited is None else datetime.fromisoformat(edited),
+                            reply_to_id=reply,
+                            mentioned_user_ids=mentions,
+                            kind=Kind.COMMAND if command else Kind.SPEECH,
+                        ),
+                        wait=True,  # an import must not outrun storage: it waits for room instead of spilling
+                        embed_now=False,  # the embedding backlog finds them in the database
+                    )
+                    handed += queued
+                    opted_out += not queued
+                tracking.done = chunk[-1][0] + 1  # the whole chunk is queued
+                bar.update(tracking.done - bar.n)
+                await asyncio.sleep(0)  # the writer and a stop get their turn
+        tracking.done = tracking.total
+        await memory.optimize()  # stored (flushed), and the query planner knows the guild's new size
+    counts = memory.stored_so_far() - before
+    return ImportResult(
+        path,
+        head.guild.name,
+        channel.name,
+        handed,
+        staged.skipped_bots,
+        staged.notices,
         guild_id,
-        channel.id,
-        # A file cannot say that a channel is public: without --private, what is known already stays.
-        is_private=True if is_private else None,
-        parent_id=channel.category_id if thread else None,
-        channel_type=channel.type,
+        is_private,
+        stored=counts.new,
+        duplicates=counts.known,
+        dead_letters=counts.dead_letters,
+        opted_out=opted_out,
     )
-    skipped = notices = 0
-    with tqdm(export.messages, desc=path.name, unit="msg", disable=not progress, leave=False) as bar:
-        for index, m in enumerate(bar):
-            tracking.done = index  # every earlier message is queued or skipped; a cancel lands on this one's awaits
-            if index % 1000 == 0:
-                await asyncio.sleep(0)  # a long file must not hold the loop: the writer and a stop get their turn
-            if m.author.is_bot and not include_bots:
-                skipped += 1
-                continue
-            text = m.speech()
-            if not text:
-                notices += 1
-                continue
-            addressed = address(m.content, bot_user_id=0, bot_name=bot_name, replied_to_bot=False)
-            await memory.ingest_message(
-                IncomingMessage(
-                    guild_id=guild_id,
-                    channel_id=channel.id,
-                    message_id=m.id,
-                    author_id=m.author.id,
-                    author_name=m.author.nickname or m.author.name,
-                    author_username=m.author.name,
-                    content=text,
-                    created_at=m.timestamp,
-                    edited_at=m.timestamp_edited,
-                    reply_to_id=m.reference.message_id if m.reference and m.reference.type != "Forward" else None,
-                    mentioned_user_ids=tuple(x.id for x in m.mentions),
-                    kind=Kind.COMMAND if addressed is not None and is_command(addressed) else Kind.SPEECH,
-                ),
-                wait=True,  # an import must not outrun storage: it waits for room instead of spilling to disk
+
+
+def _natural(path: Path) -> list[Any]:
+    # "part 2" before "part 10"; a partitioned export's first file ("name.json") before "name [part 2].json"
+    return [int(t) if t.isdigit() else t.casefold() for t in re.split(r"(\d+)", str(path.with_suffix("")))]
+
+
+def export_files(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:
+    """The files to import: each file as given, each folder's *.json files (recursively) in a stable order.
+
+    Also the sentences for folders that hold none. A file named twice is imported once.
+    """
+    files: list[Path] = []
+    empty: list[str] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(
+                (p for p in path.rglob("*") if p.suffix.lower() == ".json" and p.is_file()),
+                key=lambda p: _natural(p.relative_to(path)),
             )
-    tracking.done = tracking.total
-    await memory.optimize()  # stored, and the query planner knows the guild's new size
-    stored = len(export.messages) - skipped - notices
-    return ImportResult(path, export.guild.name, channel.name, stored, skipped, notices, guild_id, is_private)
+            if not found:
+                empty.append(f"{path}: is a folder with no .json exports in it")
+            files.extend(found)
+        else:
+            files.append(path)
+    seen: set[Path] = set()
+    unique = []
+    for path in files:
+        key = path.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(path)
+    return unique, empty
+
+
+def _n(count: int, thing: str, things: str | None = None) -> str:
+    return f"{count:,} {thing if count == 1 else things or thing + 's'}"
+
+
+def describe(result: ImportResult) -> str:
+    """One line for a file: where it went and what storage made of its messages."""
+    why = ", ".join(
+        said
+        for n, said in (
+            (result.skipped_bots, f"{result.skipped_bots:,} from bots"),
+            (result.skipped_notices, _n(result.skipped_notices, "system notice")),
+            (result.opted_out, f"{result.opted_out:,} opted out"),
+        )
+        if n
+    )
+    line = (
+        f"{result.path}: #{result.channel} ({result.guild}): {result.stored:,} stored, "
+        f"{_n(result.duplicates, 'duplicate')}, {result.skipped:,} skipped{f' ({why})' if why else ''}"
+    )
+    if result.dead_letters:
+        line += f", {result.dead_letters:,} refused (kept as dead letters)"
+    return line
+
+
+@dataclass
+class ImportSummary:
+    """What an import command stored, per guild, and what to run next."""
+
+    guilds: dict[int, list[ImportResult]] = field(default_factory=dict)
+
+    def add(self, result: ImportResult) -> None:
+        """Count one imported file."""
+        self.guilds.setdefault(result.guild_id, []).append(result)
+
+    def lines(self, command: str = "python -m bot") -> list[str]:
+        """A line per guild stored into, then the command that shows it."""
+        said = []
+        for guild_id, results in self.guilds.items():
+            stored, duplicates = sum(r.stored for r in results), sum(r.duplicates for r in results)
+            skipped, dead = sum(r.skipped for r in results), sum(r.dead_letters for r in results)
+            refused = f", {dead:,} refused (dead letters)" if dead else ""
+            said.append(
+                f"Guild {guild_id} ({results[0].guild}): {_n(stored, 'message')} stored, "
+                f"{_n(duplicates, 'duplicate')}, {skipped:,} skipped{refused}, from {_n(len(results), 'file')}."
+            )
+        said += [f"Next: {command} stats --guild {guild_id}" for guild_id in self.guilds]
+        return said

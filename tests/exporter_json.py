@@ -28,7 +28,7 @@ writer below turn it into the file, so an export here is what the real tool woul
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
@@ -324,6 +324,24 @@ class JsonWriter:
             target.write_text(json.dumps(self.document(chunk), indent=2, ensure_ascii=False), encoding="utf-8")
             paths.append(target)
         return paths
+
+    def write_stream(self, path: Path, messages: Iterable[Msg]) -> int:
+        """The same bytes as `write` (one file), written message by message, as the exporter itself writes.
+
+        The benchmark's exports are far larger than memory should hold; returns the number of messages.
+        """
+        preamble = self.document([])
+        del preamble["messages"], preamble["messageCount"]
+        head = json.dumps(preamble, indent=2, ensure_ascii=False)
+        count = 0
+        with path.open("w", encoding="utf-8") as out:
+            out.write(head[: -len("\n}")] + ',\n  "messages": [')
+            for m in messages:
+                body = json.dumps(self.message(m), indent=2, ensure_ascii=False).replace("\n", "\n    ")
+                out.write(("\n    " if count == 0 else ",\n    ") + body)
+                count += 1
+            out.write(("\n  ]" if count else "]") + f',\n  "messageCount": {count}\n}}')
+        return count
 
 
 def _str(value: int | None) -> str | None:

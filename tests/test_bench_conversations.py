@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from bench.conversation_stories import TYPES
 from bench.conversations import NOW, content_words, generate, overlap_free, write_exports
-from bot.importer import read_export
+from bot.exports import read_export
 
 
 def test_same_seed_same_guild_and_the_stories_do_not_depend_on_size():

@@ -80,7 +80,10 @@ def test_import_then_context_for_an_imported_member(tmp_path):
     export = write_export(tmp_path / "general.json", 200)
     imported = run(["import", str(export)], tmp_path, "")
     assert imported.returncode == 0, imported.stderr
-    assert imported.stdout.strip() == f"{export}: 180 messages from #general (Test Guild), 20 from bots skipped"
+    assert (
+        imported.stdout.splitlines()[0]
+        == f"{export}: #general (Test Guild): 180 stored, 0 duplicates, 20 skipped (20 from bots)"
+    )
     now = run(["context", "--guild", str(GUILD_ID), "--user", str(AUTHORS[0][0])], tmp_path, "")
     assert "their last stored message is from 2025-03-01: try --at 2025-03-01T12:18:00" in now.stdout  # old export
     result = run(

@@ -7,7 +7,8 @@ import json
 import pytest
 from sqlalchemy import func, select
 
-from bot.importer import ImportFileError, import_file, read_export
+from bot.exports import ImportFileError, read_export
+from bot.importer import import_file
 from bot.memory.manager import MemoryManager
 from db.models import ChatMessage, MemberName
 from tests.export_files import AUTHORS, CHANNEL_ID, GUILD_ID, write_export
@@ -30,9 +31,10 @@ async def test_import_is_idempotent_and_keeps_names_edits_and_replies(memory, tm
     path = write_export(tmp_path / "general.json", 50)
     result = await import_file(memory, path, include_bots=False, progress=False)
     assert (result.messages, result.skipped_bots, result.channel, result.guild) == (45, 5, "general", "Test Guild")
+    assert (result.stored, result.duplicates, result.guild_id) == (45, 0, GUILD_ID)
     assert await count(memory) == 45
     again = await import_file(memory, path, include_bots=False, progress=False)
-    assert again.messages == 45 and await count(memory) == 45
+    assert (again.messages, again.stored, again.duplicates) == (45, 0, 45) and await count(memory) == 45
     async with memory.sessions() as session:
         names = dict((await session.execute(select(MemberName.user_id, MemberName.display_name))).all())
         edited = await session.get(ChatMessage, 2**60 + 1_000_000 + 3)
@@ -88,3 +90,12 @@ async def test_an_export_saved_with_a_utf8_bom_is_imported(memory, tmp_path):
     path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # as Windows tools save "UTF-8"
     assert (await import_file(memory, path, include_bots=False, progress=False)).messages == 18
     assert await count(memory) == 18
+
+
+async def test_messages_of_a_member_who_opted_out_are_skipped_and_counted(memory, tmp_path):
+    await memory.opt_out(GUILD_ID, AUTHORS[1][0], delete_stored=False)
+    path = write_export(tmp_path / "general.json", 50)
+    result = await import_file(memory, path, include_bots=False, progress=False)
+    # bob wrote 20 of the 45 messages of people (odd ones; every 10th is a bot's): none is kept
+    assert (result.stored, result.opted_out, result.skipped) == (25, 20, 25)
+    assert await count(memory) == 25

@@ -40,6 +40,22 @@ class IngestStats:
     recovered: int = 0  # left in spill files by an earlier process on this database, replayed at start
     spilled: int = 0  # not stored before a stop: kept in a spill file for the next start
     dead_letters: int = 0
+    new_messages: int = 0  # messages stored that were not there before
+    known_messages: int = 0  # messages that were stored already (replays, a second import)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredCounts:
+    """Messages stored new, found stored already and kept as dead letters; the difference of two is a span's."""
+
+    new: int = 0
+    known: int = 0
+    dead_letters: int = 0
+
+    def __sub__(self, earlier: StoredCounts) -> StoredCounts:
+        return StoredCounts(
+            self.new - earlier.new, self.known - earlier.known, self.dead_letters - earlier.dead_letters
+        )
 
 
 class _GaveUpError(Exception):
@@ -353,7 +369,7 @@ class WriteBehindQueue:
         Whatever the database says about one row, every other row of the batch is written (in order).
         """
         try:
-            touched = await self._writer.write(batch)
+            written = await self._writer.write(batch)
         except Exception as exc:
             if not is_refusal(exc):
                 raise
@@ -362,7 +378,9 @@ class WriteBehindQueue:
             middle = len(batch) // 2
             return await self._isolating(batch[:middle]) + await self._isolating(batch[middle:])
         self.stats.written += sum(1 for op in batch if not isinstance(op, DeadLetter))
-        return touched
+        self.stats.new_messages += written.new_messages
+        self.stats.known_messages += written.known_messages
+        return written.touched
 
     async def _dead_letter(self, op: IngestOp | DeadLetter, exc: BaseException) -> list[Touched]:
         if isinstance(op, DeadLetter):  # even the dead letter was refused: only the log can keep it now

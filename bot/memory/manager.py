@@ -31,7 +31,7 @@ from bot.memory.export import member_markdown
 from bot.memory.facts import FactChange, FactsModel, FactsStore, Revision
 from bot.memory.facts_llm import LLMFactsModel
 from bot.memory.forgetting import redact
-from bot.memory.ingest import WriteBehindQueue
+from bot.memory.ingest import StoredCounts, WriteBehindQueue
 from bot.memory.names import NameDirectory
 from bot.memory.question import Question
 from bot.memory.question import read as read_question
@@ -201,11 +201,13 @@ class MemoryManager:
 
     # ---- ingestion (never waits on the database) -------------------------------------------------------
 
-    async def ingest_message(self, message: IncomingMessage, *, wait: bool = False) -> bool:
+    async def ingest_message(self, message: IncomingMessage, *, wait: bool = False, embed_now: bool = True) -> bool:
         """Queue a guild message for storage; False when its author opted out (nothing is kept).
 
         Never waits for storage: a full queue overflows to disk. `wait=True` (the importer, benchmarks) waits
-        for room instead, so a bulk load does not outrun the database.
+        for room instead, so a bulk load does not outrun the database. `embed_now=False` (an import) leaves the
+        message to the embedding backlog, which reads it from the database: noting every message of a large
+        export would hold all their text in memory.
         """
         if (message.guild_id, message.author_id) in self._optouts:
             return False
@@ -220,7 +222,7 @@ class MemoryManager:
         self.window.add(message)
         if not self.ingest.offer(message):  # the common case costs no extra coroutine
             await self.ingest.put(message, wait=wait)
-        if self.embedding is not None and message.kind != Kind.BOT:
+        if embed_now and self.embedding is not None and message.kind != Kind.BOT:
             self.embedding.note(
                 message.message_id, message.guild_id, message.content, message.author_id, message.created_at
             )
@@ -341,6 +343,11 @@ class MemoryManager:
         """Up to `limit` guilds memory keeps something about (to tell a mistyped guild id from a real one)."""
         async with self.sessions() as session:
             return await stats.some_guilds(session, limit=limit)
+
+    def stored_so_far(self) -> StoredCounts:
+        """Messages this process has stored new, found stored already, and kept as dead letters (counters)."""
+        stats = self.ingest.stats
+        return StoredCounts(stats.new_messages, stats.known_messages, stats.dead_letters)
 
     async def unembedded_count(self) -> int:
         """How many stored messages of people have no vector yet (0 without an embedding model)."""
