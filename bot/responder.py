@@ -122,9 +122,7 @@ class Responder:
     async def _relevant_recall(self, request: Request) -> Recalled | None:
         try:
             return await asyncio.wait_for(
-                self._memory.recollect(
-                    request.guild_id, request.text, channel_id=request.channel_id, relevant_only=True
-                ),
+                self._memory.recollect(request.guild_id, request.text, channel_id=request.channel_id, relevant_only=True),
                 self._memory.settings.memory_wait_seconds,
             )
         except TimeoutError:
