@@ -112,8 +112,8 @@ class ContextBuilder:
                 stand_in.cancel()
             raise
         if build.done():
-            if stand_in is not None:
-                stand_in.cancel()
+            if stand_in is not None:  # one short read: left to finish, not cut off inside its session
+                keep(stand_in, name=f"unused stand-in context in guild {guild_id}")
             return build.result()
         # The build goes on in the background and warms the caches for the next reply.
         keep(build, name=f"context build for a member of guild {guild_id}")
