@@ -8,6 +8,8 @@ import os
 import sys
 from pathlib import Path
 
+from bot import console
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -59,9 +61,10 @@ async def test_a_second_bot_on_one_sqlite_file_is_refused_and_short_commands_sti
         ]
         assert "Traceback" not in err
 
-    code, out, err = await finished(await bot(tmp_path, "stats", "--guild", "1"))
+    guild = str(console.GUILD)  # a guild with nothing stored is refused; the console's is not empty
+    code, out, err = await finished(await bot(tmp_path, "stats", "--guild", guild))
     assert code == 0 and "messages" in out, err
-    code, out, err = await finished(await bot(tmp_path, "export", "--guild", "1", "--user", "1"))
+    code, out, err = await finished(await bot(tmp_path, "export", "--guild", guild, "--user", "1"))
     assert code == 0, err
 
     first.stdin.close()  # the first one ends ...
