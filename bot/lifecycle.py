@@ -118,3 +118,44 @@ def _finished(future: asyncio.Future[Any], name: str) -> None:
     _background.pop(future, None)
     if not future.cancelled() and future.exception() is not None:
         log.error("background work %s failed", name, exc_info=future.exception())
+
+
+class Debounced:
+    """Work run once, `delay` seconds after the first request of a burst; `now` runs a pending one at once.
+
+    For upkeep after deletions (scrubbing the write-ahead log, rewriting the SQLite file): a burst of deletes
+    costs one run, and a flush or a stop need not wait out the delay.
+    """
+
+    def __init__(self, work: Callable[[], Awaitable[Any]], delay: Callable[[], float], *, name: str) -> None:
+        self._work = work
+        self._delay = delay
+        self._name = name
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def pending(self) -> bool:
+        """Whether a run is waiting (or under way)."""
+        return self._task is not None and not self._task.done()
+
+    def request(self) -> None:
+        """Run the work `delay` seconds from now, unless a run is already waiting."""
+        if not self.pending:
+            self._task = asyncio.create_task(self._later(), name=self._name)
+
+    async def _later(self) -> None:
+        await asyncio.sleep(self._delay())
+        await self._work()
+
+    async def now(self) -> None:
+        """Run a waiting run at once (nothing when none waits)."""
+        if self.pending:
+            await self.cancel()
+            await self._work()
+
+    async def cancel(self) -> None:
+        """Drop a waiting run."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None

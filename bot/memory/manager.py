@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
+from bot.lifecycle import Debounced
 from bot.llm.client import LLM
 from bot.llm.embeddings import Embedder
 from bot.llm.prompts import ChatLine
@@ -158,8 +159,11 @@ class MemoryManager:
             self.sessions, half_life_days=settings.recall_half_life_days, index=self.vectors, encode_query=encode_query
         )
         self.feed = ChangeFeed(engine, self.sessions, self._remote_change)
-        self._scrubbing: asyncio.Task[None] | None = None
-        self._compacting: asyncio.Task[None] | None = None  # a file rewrite waiting for a burst of deletions to end
+        # After deletions: the write-ahead log scrubbed, and (SQLite) the file rewritten, once for a burst.
+        self._scrub = Debounced(lambda: maintenance.scrub(engine), lambda: SCRUB_DELAY_SECONDS, name="elefant-scrub")
+        self._compaction = Debounced(
+            self._compact, lambda: self.settings.sqlite_compact_seconds, name="elefant-compact"
+        )
         self._optimizing: asyncio.Task[None] | None = None
 
     async def start(self, *, background: bool = True, schedule: bool = False) -> None:
@@ -399,8 +403,7 @@ class MemoryManager:
                 await changes.record(session, guild_id, user_id, "forget", origin=self.feed.origin, at=self.clock.now())
         self.window.drop(guild_id, None)  # the statement may be in any line of the guild's windows
         self._invalidate(guild_id, user_id, messages_gone=True)
-        await maintenance.scrub(self.engine)
-        self._schedule_compaction()
+        await self._after_deletion()
         redacted = done.counts["messages"] + done.counts["bot_replies"] + done.counts["summaries"]
         return FactChange(
             change.before, change.after, change.revision_id, found=change.found or redacted > 0, redacted=redacted
@@ -625,8 +628,7 @@ class MemoryManager:
         # A member's lines (and replies built on their data) go; other purges cannot tell which lines went.
         self.window.drop(guild_id, user_id if what == "forget_member" else None)
         self._invalidate(guild_id, user_id, messages_gone=what != "channel")
-        await maintenance.scrub(self.engine)
-        self._schedule_compaction()
+        await self._after_deletion()
         log.info("deleted in guild %s: %s", guild_id, dict(counts))
         return counts
 
@@ -688,24 +690,18 @@ class MemoryManager:
 
     def _schedule_scrub(self) -> None:
         """Deleted in Discord: compact soon (one scrub for a burst of deletes), not on every event."""
-        if self._scrubbing is None or self._scrubbing.done():
-            self._scrubbing = asyncio.create_task(self._scrub_later(), name="elefant-scrub")
+        self._scrub.request()
         self._schedule_compaction()
 
-    async def _scrub_later(self) -> None:
-        await asyncio.sleep(SCRUB_DELAY_SECONDS)
+    async def _after_deletion(self) -> None:
+        """An explicit deletion: the log scrubbed at once, the file rewritten SQLITE_COMPACT_SECONDS later."""
         await maintenance.scrub(self.engine)
+        self._schedule_compaction()
 
     def _schedule_compaction(self) -> None:
         """Rewrite the SQLite file SQLITE_COMPACT_SECONDS after deletions or edits (once for a burst of them)."""
-        if self.engine.dialect.name != "sqlite":
-            return
-        if self._compacting is None or self._compacting.done():
-            self._compacting = asyncio.create_task(self._compact_later(), name="elefant-compact")
-
-    async def _compact_later(self) -> None:
-        await asyncio.sleep(self.settings.sqlite_compact_seconds)
-        await self._compact()
+        if self.engine.dialect.name == "sqlite":
+            self._compaction.request()
 
     async def _compact(self) -> None:
         try:
@@ -728,34 +724,25 @@ class MemoryManager:
 
     async def compact_pending(self) -> None:
         """Rewrite the file now if deletions are waiting for it (a stop, a purge from the command line, tests)."""
-        if self._compacting is not None and not self._compacting.done():
-            self._compacting.cancel()
-            await asyncio.gather(self._compacting, return_exceptions=True)
-            self._compacting = None
-            await self._compact()
+        await self._compaction.now()
 
     async def flush(self) -> None:
         """Wait until everything queued so far is committed (usage records and a pending scrub included)."""
         await self.ingest.flush()
         if self._llm is not None:
             await self._llm.flush_usage()
-        if self._scrubbing is not None and not self._scrubbing.done():
-            self._scrubbing.cancel()
-            await asyncio.gather(self._scrubbing, return_exceptions=True)
-            await maintenance.scrub(self.engine)
+        await self._scrub.now()
 
     async def close(self) -> None:
         """Drain the queue and stop background work; the engine stays open for its owner to dispose."""
         await self.feed.close()
         if self.embedding is not None:
             await self.embedding.close()
-        if self._scrubbing is not None:
-            self._scrubbing.cancel()
-            await asyncio.gather(self._scrubbing, return_exceptions=True)
+        await self._scrub.cancel()
         if self._optimizing is not None:
             self._optimizing.cancel()
             await asyncio.gather(self._optimizing, return_exceptions=True)
-        if self._compacting is not None and not self._compacting.done():
+        if self._compaction.pending:
             log.info("rewriting the database file so that what was deleted leaves it")
             await self.compact_pending()
         # Outermost first: the scheduler and a context build wait on rollups and summaries, which would otherwise
