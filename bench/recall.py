@@ -147,11 +147,22 @@ class Plant:
     author: int
 
 
-def build(path: Path, total: int, days: int, seed: int, *, write: bool = True) -> list[Plant]:
+def build(
+    path: Path,
+    total: int,
+    days: int,
+    seed: int,
+    *,
+    write: bool = True,
+    guild: int = GUILD,
+    channels: list[int] = CHANNELS,
+    users: list[int] | None = None,
+    now: datetime = NOW,
+) -> list[Plant]:
     """Write `total` messages straight into the migrated file (the triggers index them for search)."""
     rng = random.Random(seed)
     vocab, weights = vocabulary(rng)
-    users = [2**60 + 5000 + i for i in range(len(NAMES))]
+    users = users or [2**60 + 5000 + i for i in range(len(NAMES))]
     plants: list[Plant] = []
     special: dict[int, tuple[int, str]] = {}  # row index -> (author, text)
 
@@ -181,7 +192,7 @@ def build(path: Path, total: int, days: int, seed: int, *, write: bool = True) -
     connection = sqlite3.connect(path)
     connection.execute("PRAGMA journal_mode=WAL")
     connection.execute("PRAGMA synchronous=OFF")
-    start = NOW - timedelta(days=days)
+    start = now - timedelta(days=days)
     step = timedelta(days=days) / total
     batch: list[tuple[object, ...]] = []
     ids = {}
@@ -197,8 +208,8 @@ def build(path: Path, total: int, days: int, seed: int, *, write: bool = True) -
             batch.append(
                 (
                     2**60 + 10**8 + i,
-                    GUILD,
-                    CHANNELS[i % len(CHANNELS)],
+                    guild,
+                    channels[i % len(channels)],
                     author,
                     text,
                     at.replace(tzinfo=None).isoformat(" ", "microseconds"),

@@ -49,7 +49,7 @@ def _vectors(count: int, rng: np.random.Generator) -> list[tuple[bytes, float]]:
     return quantize(raw / np.linalg.norm(raw, axis=1, keepdims=True))
 
 
-def add_vectors(path: Path, seed: int) -> float:
+def add_vectors(path: Path, seed: int, guild: int = GUILD) -> float:
     """Give every message a vector, as the embedding worker stores it; seconds taken."""
     began = time.perf_counter()
     rng = np.random.default_rng(seed)
@@ -59,7 +59,7 @@ def add_vectors(path: Path, seed: int) -> float:
     for start in range(0, len(ids), CHUNK):
         chunk = ids[start : start + CHUNK]
         rows = [
-            (m, GUILD, MODEL, blob, scale) for m, (blob, scale) in zip(chunk, _vectors(len(chunk), rng), strict=True)
+            (m, guild, MODEL, blob, scale) for m, (blob, scale) in zip(chunk, _vectors(len(chunk), rng), strict=True)
         ]
         connection.executemany(
             "INSERT INTO message_vectors (message_id, guild_id, model, vector, scale) VALUES (?, ?, ?, ?, ?)", rows

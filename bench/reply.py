@@ -1,0 +1,246 @@
+"""Reply latency on the path a member gets: gateway message → Listener → Responder → send, bot-side, per route.
+
+The bot is wired as `python -m bot run` wires it (open_app with its background work: the ingest writer, the
+embedding worker, the summary scheduler), the model is the Gemini stub answering at 0 ms from a process of its
+own (the real google-genai client calls it over HTTP: the client's cost is the bot's, the server's is not), and
+dpytest is the gateway. The guild holds bench.recall's generated messages (a year of 40 members, every message
+with a vector, its finished days summarised by the scheduler first), and while questions are asked other
+members keep writing through the same listener (INGEST msg/s), so the ingest writer and the embedding worker
+run throughout. Bot-side time runs from the gateway event to the reply reaching Discord's HTTP API.
+
+Routes: chat ("hey, how's it going?": the model routes, context + relevant recall, the model answers), "what
+do you know about me?" (fast route), and questions about the past (the model routes, recall packs the evidence,
+the model answers). Reported per route: p50 and p99 of each run, median of the runs with min–max.
+
+    python -m bench.reply [--messages 100000] [--runs 3] [--questions 60] [--ingest 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import multiprocessing
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import discord
+import discord.ext.test as dpytest
+from discord.ext.test import backend
+
+from bench.common import StallMeter, print_table
+from bench.recall import NAMES, build, pct, vocabulary
+from bench.recall_scale import add_vectors
+from bot.app import open_app
+from bot.conversation import asks
+from bot.discord_bot import ElefantBot
+from bot.settings import Settings
+from db import maintenance
+from tests.gemini_stub import GeminiStub, Reply, StubRequest, as_json
+from tests.model_doubles import element, scripted_model
+
+ROUTES = ("chat", "what do you know", "recall question")
+
+
+def bench_model(request: StubRequest) -> Reply:
+    """The scripted model, routing questions about the past to recall as a real model would."""
+    prompt = request.prompt_text
+    if "request router" in prompt:
+        return as_json({"route": "recall" if asks(element(prompt, "message")) else "chat"})
+    return scripted_model(request)
+
+
+def _serve(pipe: Connection) -> None:
+    """The stub's process: serve until the benchmark closes the pipe."""
+
+    async def serve() -> None:
+        stub = await GeminiStub(responder=bench_model).start()
+        pipe.send(stub.base_url)
+        await asyncio.get_running_loop().run_in_executor(None, pipe.recv_bytes)  # EOF: the benchmark is done
+        await stub.stop()
+
+    with contextlib.suppress(EOFError):
+        asyncio.run(serve())
+
+
+@contextmanager
+def stub_process() -> Iterator[str]:
+    """The Gemini stub in a process of its own (its base URL), so serving a reply costs the bot nothing: a real
+    model runs elsewhere too."""
+    ours, theirs = multiprocessing.Pipe()
+    process = multiprocessing.get_context("spawn").Process(target=_serve, args=(theirs,), daemon=True)
+    process.start()
+    try:
+        yield ours.recv()
+    finally:
+        ours.close()
+        process.join(timeout=5)
+        process.kill()
+
+
+class Replies:
+    """When each question reached the gateway and when its reply reached Discord's HTTP API."""
+
+    def __init__(self, bot: ElefantBot) -> None:
+        self.waiting: dict[int, asyncio.Future[float]] = {}
+        original = bot.http.send_message
+
+        async def send_message(channel_id: int, *, params: Any) -> Any:
+            sent = time.perf_counter()
+            reference = (params.payload or {}).get("message_reference") or {}
+            future = self.waiting.pop(int(reference.get("message_id", 0)), None)
+            if future is not None and not future.done():
+                future.set_result(sent)
+            return await original(channel_id, params=params)
+
+        bot.http.send_message = send_message  # type: ignore[method-assign]
+
+    async def ask(self, content: str, member: discord.Member, channel: discord.TextChannel) -> float:
+        """Milliseconds from the gateway event to the reply being sent."""
+        began = time.perf_counter()
+        message = backend.make_message(content, member, channel)
+        future = self.waiting.setdefault(message.id, asyncio.get_running_loop().create_future())
+        sent = await asyncio.wait_for(future, timeout=30)
+        return (sent - began) * 1000
+
+
+async def chatter(members: list[discord.Member], channel: discord.TextChannel, rate: float, vocab: list[str]) -> int:
+    """Other members writing `rate` messages a second through the gateway until cancelled; how many."""
+    rng, written = random.Random(3), 0
+    try:
+        while True:
+            backend.make_message(" ".join(rng.choices(vocab, k=rng.randint(4, 14))), rng.choice(members), channel)
+            written += 1
+            await asyncio.sleep(1 / rate)
+    except asyncio.CancelledError:
+        return written
+
+
+async def measure(args: argparse.Namespace, directory: Path) -> None:
+    path = directory / "reply.db"
+    with stub_process() as base_url:
+        settings = Settings(  # type: ignore[call-arg]
+            _env_file=None,
+            database_url=f"sqlite+aiosqlite:///{path}",
+            gemini_api_key="bench-key",
+            gemini_base_url=base_url,
+            discord_token=None,
+            discord_members_intent=True,  # dpytest keeps members only with it
+            # A paid tier's quota: the free tier's 10 / 30 requests a minute would time the limiter, not the bot.
+            llm_batch_requests_per_minute=1_000_000,
+            llm_fast_requests_per_minute=1_000_000,
+            llm_batch_tokens_per_minute=0,
+            llm_fast_tokens_per_minute=0,
+        )
+        async with open_app(settings, background=True) as app:
+            bot = ElefantBot(memory=app.memory, responder=app.responder, settings=settings, sync_commands=False)
+            dpytest.configure(bot, text_channels=3, members=NAMES)
+            await bot._async_setup_hook()
+            await bot.setup_hook()
+            config = dpytest.get_config()
+            guild, members = config.guilds[0], config.members
+            channels = [c for c in config.channels if isinstance(c, discord.TextChannel)]
+            began = time.perf_counter()
+            plants = await asyncio.to_thread(
+                build,
+                path,
+                args.messages,
+                365,
+                args.seed,
+                guild=guild.id,
+                channels=[c.id for c in channels],
+                users=[m.id for m in members],
+                now=datetime.now(UTC),
+            )
+            await asyncio.to_thread(add_vectors, path, args.seed, guild.id)
+            engine = app.memory.engine
+            await maintenance.optimize(engine)
+            for member in members:
+                await app.memory.note_member(guild.id, member.id, member.display_name, member.name)
+            asker, channel = members[0], channels[0]
+            await app.memory.remember(
+                guild.id, asker.id, f"{asker.display_name} likes green tea", requested_by=asker.id
+            )
+            assert app.memory.scheduler is not None
+            summarised = await app.memory.scheduler.catch_up([guild.id])
+            assert await app.memory.vectors_ready(guild.id)
+            print(
+                f"{args.messages:,} messages, vectors, {summarised.built} days summarised and the vector index "
+                f"ready in {time.perf_counter() - began:.0f} s"
+            )
+            replies = Replies(bot)
+            vocab, _ = vocabulary(random.Random(args.seed))
+            rng = random.Random(args.seed + 1)
+            by_name = {m.id: m.display_name for m in members}
+            questions = {
+                "chat": lambda: f"<@{bot.user.id}> hey, how's it going today?",
+                "what do you know": lambda: f"<@{bot.user.id}> what do you know about me?",
+                "recall question": lambda: (
+                    f"<@{bot.user.id}> {p.question}"
+                    if (p := rng.choice(plants)) and rng.random() < 0.5
+                    else f"<@{bot.user.id}> what did {by_name[rng.choice(members).id]} say about "
+                    f"{' '.join(rng.sample(vocab[15:800], 2))}?"
+                ),
+            }
+            for route in ROUTES:  # one of each first: the first reply pays for loading the question model
+                await replies.ask(questions[route](), asker, channel)
+            runs: list[dict[str, list[float]]] = []
+            for run in range(args.runs):
+                timings: dict[str, list[float]] = {route: [] for route in ROUTES}
+                writer = asyncio.create_task(chatter(members[1:], channels[1], args.ingest, vocab))
+                with StallMeter() as stall:
+                    for _ in range(args.questions):
+                        for route in ROUTES:
+                            timings[route].append(await replies.ask(questions[route](), asker, channel))
+                            await asyncio.sleep(rng.uniform(0.01, 0.05))
+                writer.cancel()
+                written = await writer
+                await dpytest.empty_queue()
+                print(
+                    f"run {run + 1}: {written} messages written meanwhile, worst event-loop stall "
+                    f"{stall.worst * 1000:.0f} ms; "
+                    + ", ".join(f"{r} p50 {pct(t, 50):.1f} p99 {pct(t, 99):.1f} ms" for r, t in timings.items())
+                )
+                runs.append(timings)
+            await app.memory.flush()
+    rows = []
+    for route in ROUTES:
+        p50s = [pct(run[route], 50) for run in runs]
+        p99s = [pct(run[route], 99) for run in runs]
+        rows.append(
+            [
+                route,
+                f"{statistics.median(p50s):.1f} ({min(p50s):.1f}–{max(p50s):.1f})",
+                f"{statistics.median(p99s):.1f} ({min(p99s):.1f}–{max(p99s):.1f})",
+            ]
+        )
+    print_table(
+        f"Bot-side reply latency, {args.messages:,}-message guild (SQLite), model at 0 ms, "
+        f"{args.ingest} msg/s written meanwhile; median of {args.runs} runs × {args.questions} questions (min–max)",
+        ["route", "p50 ms", "p99 ms"],
+        rows,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--questions", type=int, default=60, help="per route and run")
+    parser.add_argument("--ingest", type=float, default=50.0, help="messages a second written by others meanwhile")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="elefant-reply-") as tmp:
+        asyncio.run(measure(args, Path(tmp)))
+
+
+if __name__ == "__main__":
+    main()
