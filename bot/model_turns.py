@@ -71,10 +71,8 @@ class ModelTurns:
                 budget_tokens=self._settings.chat_window_tokens,
                 before=request.message_id,
             )
-            lines = [
-                replace(line, content=await self._memory.render_mentions(request.guild_id, line.content))
-                for line in lines
-            ]
+            rendered = await self._memory.render_all_mentions(request.guild_id, [line.content for line in lines])
+            lines = [replace(line, content=content) for line, content in zip(lines, rendered, strict=True)]
         result = await self._llm.run(
             "chat",
             {

@@ -25,8 +25,10 @@ async def find(
     guild_id = request.guild_id
     text = MENTION.sub(" ", request.text)
     people: dict[int, set[str]] = {int(m): set() for m in MENTION.findall(request.text)}
-    for word in query_terms(text):
-        found = await memory.resolve(guild_id, word)
+    words = query_terms(text)
+    resolved = await memory.resolve_all(guild_id, words) if words else {}
+    for word in words:
+        found = resolved.get(word, [])
         if len(found) == 1:
             people.setdefault(found[0], set()).add(word)
     return await memory.recall(guild_id, text, channel_id=request.channel_id, now=now, limit=limit, authors=people)

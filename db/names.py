@@ -45,6 +45,16 @@ async def matching(session: AsyncSession, guild_id: int, key: str) -> dict[int, 
     return {user_id: (display, username) for user_id, display, username in rows}
 
 
+async def matching_any(session: AsyncSession, guild_id: int, keys: list[str]) -> dict[int, tuple[str, str | None]]:
+    """`matching` for several keys at once (the words of a question), in one statement."""
+    rows = await session.execute(
+        select(MemberName.user_id, MemberName.display_name, MemberName.username).where(
+            MemberName.guild_id == guild_id, or_(MemberName.display_key.in_(keys), MemberName.username_key.in_(keys))
+        )
+    )
+    return {user_id: (display, username) for user_id, display, username in rows}
+
+
 async def display_names(session: AsyncSession, guild_id: int, user_ids: set[int]) -> dict[int, str]:
     """Display names of those members that have one stored."""
     rows = await session.execute(

@@ -107,18 +107,30 @@ async def _count_upto(session: AsyncSession, match: str, cap: int) -> int:
     return int(await session.scalar(query, {"match": match, "cap": cap}) or 0)
 
 
-async def _common(session: AsyncSession, token: str) -> bool:
-    """Whether more than COMMON rows hold this word or scope token (cached: it changes slowly)."""
+async def _count(session: AsyncSession, token: str) -> int:
+    """How many rows hold this word or scope token, up to COMMON + 1 (cached: it changes slowly)."""
     key = (str(session.bind.url), token)  # type: ignore[union-attr]
     if (count := _counts.get(key)) is None:
         count = _counts[key] = await _count_upto(session, token, COMMON + 1)
-    return count > COMMON
+    return count
+
+
+async def _common(session: AsyncSession, token: str) -> bool:
+    """Whether more than COMMON rows hold this word or scope token."""
+    return await _count(session, token) > COMMON
 
 
 async def _shared_database(session: AsyncSession, guild_id: int) -> bool:
-    """Whether another guild has messages here (an index lookup)."""
-    other = text("SELECT 1 FROM chat_history WHERE guild_id > :g OR guild_id < :g LIMIT 1")
-    return await session.scalar(other, {"g": guild_id}) is not None
+    """Whether another guild has messages here: two index lookups, cached for a while (the answer only narrows
+    the full-text query; the join's guild filter is what keeps guilds apart)."""
+    key = (str(session.bind.url), f"shared:{guild_id}")  # type: ignore[union-attr]
+    if (shared := _counts.get(key)) is None:
+        other = text(
+            "SELECT EXISTS (SELECT 1 FROM chat_history WHERE guild_id > :g) "
+            "OR EXISTS (SELECT 1 FROM chat_history WHERE guild_id < :g)"
+        ).bindparams(bindparam("g", type_=BigInteger()))
+        shared = _counts[key] = int(bool(await session.scalar(other, {"g": guild_id})))
+    return bool(shared)
 
 
 async def _sqlite_plan(session: AsyncSession, guild_id: int, terms: list[str], user_id: int | None) -> Plan:
@@ -135,7 +147,8 @@ async def _sqlite_plan(session: AsyncSession, guild_id: int, terms: list[str], u
     newest = f" ORDER BY rowid DESC LIMIT {RECENT}"
     # The newest rows holding only common words come unranked (rel 0: after every ranked one, newest first).
     plan: Plan = {"m_common": (_match(scopes, words), newest, 1 / len(words), "0.0")} if n < len(words) else {}
-    if await _count_upto(session, _match(scopes, rare), MANY + 1) <= MANY:  # a LIMIT keeps bm25 from flattening
+    # Each word's count is known (cached) and their sum bounds the matches: no statement to count them again.
+    if sum([await _count(session, w) for w in rare]) <= MANY:  # a LIMIT keeps bm25 from flattening
         return plan | {"m_any": (_match(scopes, rare), " LIMIT -1", 1.0, _BM25)}
     rank = " ORDER BY bm25(chat_fts, 0.0, 1.0) LIMIT {}"
     plan["m_recent"] = (_match(scopes, rare), newest, 1 / n, _BM25)

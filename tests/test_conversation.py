@@ -133,5 +133,15 @@ async def test_name_directory_on_the_database(engine, settings):
     assert await names.resolve(GUILD, "BOB") == [BOB]
     assert await names.resolve(GUILD, "@carol") == sorted([CAROL, CAROL2])
     assert await names.resolve(GUILD, "Ana") == []  # another guild's member
+    # A question's words are looked up together, with the same answers as one by one.
+    words = ["BOB", "@carol", "Ana", "lunch", ""]
+    assert await names.resolve_all(GUILD, words) == {
+        "BOB": [BOB],
+        "@carol": sorted([CAROL, CAROL2]),
+        "Ana": [],
+        "lunch": [],
+    }
+    texts = [f"hi <@{BOB}>", "no mention", f"<@{CAROL}> and <@{BOB}>"]
+    assert await names.render_all(GUILD, texts) == [await names.render_mentions(GUILD, t) for t in texts]
     rendered = await names.render_mentions(GUILD, f"hi <@{BOB}> and <@!{2**60 + 9}>")
     assert rendered == "hi @Bob and @member " + str(2**60 + 9)[-4:]

@@ -11,6 +11,7 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -319,9 +320,17 @@ class MemoryManager:
         """Members called `name` (display name or username, in any case and script); several: ambiguous."""
         return await self.names.resolve(guild_id, name)
 
+    async def resolve_all(self, guild_id: int, names: list[str]) -> dict[str, list[int]]:
+        """`resolve` of several names at once: name -> user IDs."""
+        return await self.names.resolve_all(guild_id, names)
+
     async def render_mentions(self, guild_id: int, text: str, *, at: bool = True) -> str:
         """`<@id>` written as names, so nothing shown or sent pings anyone."""
         return await self.names.render_mentions(guild_id, text, at=at)
+
+    async def render_all_mentions(self, guild_id: int, texts: list[str], *, at: bool = True) -> list[str]:
+        """`render_mentions` of many texts, with one lookup of the names."""
+        return await self.names.render_all(guild_id, texts, at=at)
 
     def channel_lines(
         self, guild_id: int, channel_id: int, *, budget_tokens: int, before: int | None = None
@@ -458,7 +467,7 @@ class MemoryManager:
         """
         now = now or self.clock.now()
         zone = self.zone(guild_id)
-        question = await read_question(query, now=now, zone=zone, resolve=lambda w: self.resolve(guild_id, w))
+        question = await read_question(query, now=now, zone=zone, resolve=partial(self.resolve_all, guild_id))
         if authors is not None:
             named = {w for words in authors.values() for w in words}
             question = Question(question.text, [t for t in question.terms if t not in named], authors, question.window)
@@ -487,7 +496,7 @@ class MemoryManager:
         """
         now = now or self.clock.now()
         zone = self.zone(guild_id)
-        question = await read_question(text, now=now, zone=zone, resolve=lambda w: self.resolve(guild_id, w))
+        question = await read_question(text, now=now, zone=zone, resolve=partial(self.resolve_all, guild_id))
         hits, summaries = await self._recall.find(guild_id, question, now=now, zone=zone, here=channel_id)
         if relevant_only:
             hits, summaries = [h for h in hits if h.relevant()], []

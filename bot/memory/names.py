@@ -43,15 +43,23 @@ class NameDirectory:
 
     async def resolve(self, guild_id: int, name: str) -> list[int]:
         """User IDs whose display name or username equals `name` (case-insensitive); several = ambiguous."""
-        wanted = fold(name.strip().lstrip("@"))
-        if not wanted:
-            return []
+        return (await self.resolve_all(guild_id, [name])).get(name, [])
+
+    async def resolve_all(self, guild_id: int, names: list[str]) -> dict[str, list[int]]:
+        """`resolve` of several names (the words of a question) with one statement: name -> user IDs."""
+        wanted = {name: fold(name.strip().lstrip("@")) for name in names}
+        keys = sorted({key for key in wanted.values() if key})
+        if not keys:
+            return {}
         async with self._sessions() as session:
-            stored = await store.matching(session, guild_id, wanted)
-        for (guild, user_id), names in self._recent.items():
+            stored = await store.matching_any(session, guild_id, keys)
+        for (guild, user_id), known in self._recent.items():
             if guild == guild_id:
-                stored[user_id] = names  # the newest name wins, also when it no longer matches
-        return sorted(u for u, names in stored.items() if any(n and fold(n) == wanted for n in names))
+                stored[user_id] = known  # the newest name wins, also when it no longer matches
+        folded = {user_id: {fold(n) for n in known if n} for user_id, known in stored.items()}
+        return {
+            name: sorted(u for u, keys_of in folded.items() if key in keys_of) for name, key in wanted.items() if key
+        }
 
     async def names(self, guild_id: int, user_ids: set[int]) -> dict[int, str]:
         """Display names for `user_ids`; unknown IDs are left out."""
@@ -70,9 +78,16 @@ class NameDirectory:
 
     async def render_mentions(self, guild_id: int, text: str, *, at: bool = True) -> str:
         """Replace `<@id>` mentions by `@name` (or `name`), so the model sees names and nothing echoes a ping."""
-        ids = {int(m) for m in MENTION.findall(text)}
+        return (await self.render_all(guild_id, [text], at=at))[0]
+
+    async def render_all(self, guild_id: int, texts: list[str], *, at: bool = True) -> list[str]:
+        """`render_mentions` of many texts with one lookup (a chat window mentions the bot in most lines)."""
+        ids = {int(m) for text in texts for m in MENTION.findall(text)}
         if not ids:
-            return text
+            return texts
         known = await self.names(guild_id, ids)
         prefix = "@" if at else ""
-        return MENTION.sub(lambda m: prefix + known.get(int(m.group(1)), f"member {m.group(1)[-4:]}"), text)
+        return [
+            MENTION.sub(lambda m: prefix + known.get(int(m.group(1)), f"member {m.group(1)[-4:]}"), text)
+            for text in texts
+        ]

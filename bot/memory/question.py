@@ -140,12 +140,19 @@ def addressed_only(text: str, name: str) -> bool:
     return all(position in spoken_to for position in mentions)
 
 
-async def read(text: str, *, now: datetime, zone: str, resolve: Callable[[str], Awaitable[list[int]]]) -> Question:
-    """The question in `text`: members named (by mention, or by a name that resolves to one member)."""
+async def read(
+    text: str, *, now: datetime, zone: str, resolve: Callable[[list[str]], Awaitable[dict[str, list[int]]]]
+) -> Question:
+    """The question in `text`: members named (by mention, or by a name that resolves to one member).
+
+    `resolve`: the members each of some words names (all the words at once: one lookup per question).
+    """
     members: dict[int, set[str]] = {int(m): set() for m in MENTION.findall(text)}
     plain = MENTION.sub(" ", text)
-    for word in words_of(plain):
-        found = await resolve(word)
+    words = words_of(plain)
+    resolved = await resolve(words) if words else {}
+    for word in words:
+        found = resolved.get(word, [])
         if len(found) == 1:
             members.setdefault(found[0], set()).add(word)
     named = {w for words in members.values() for w in words}

@@ -17,9 +17,9 @@ One retrieval path for every reply (questions about the past, and chat):
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -65,10 +65,18 @@ def bm25_scores(terms: list[str], texts: list[str]) -> list[float]:
     message with every word of "where did Bob's bike get stolen" is far likelier the answer than one that
     only says "stolen".
     """
-    stems = {stem(t) for t in terms}
-    docs = [Counter(map(stem, WORD.findall(t.lower()))) for t in texts]
+    return bm25_of({stem(t) for t in terms}, [stems_of(t) for t in texts])
+
+
+def stems_of(text: str) -> Counter[str]:
+    """How often each word's stem occurs in a text."""
+    return Counter(map(stem, WORD.findall(text.lower())))
+
+
+def bm25_of(stems: set[str], docs: list[Counter[str]]) -> list[float]:
+    """`bm25_scores` of texts already made stems (the ranking reuses them for coverage)."""
     if not docs or not stems:
-        return [0.0] * len(texts)
+        return [0.0] * len(docs)
     avg = sum(sum(d.values()) for d in docs) / len(docs) or 1.0
     df = {s: sum(1 for d in docs if s in d) for s in stems}
     idf = {s: math.log(1 + (len(docs) - n + 0.5) / (n + 0.5)) for s, n in df.items()}
@@ -201,7 +209,9 @@ class Recall:
         turns: dict[int, Turn] = {}
         summaries: dict[tuple[int, date], store.SummaryRow] = {}
         tz = ZoneInfo(zone)
-        embedding = self._embed_question(guild_id, question)  # in its own thread while SQL finds candidates
+        # The question's vector first, then SQL: encoding holds the GIL most of its ~10 ms, so run beside the
+        # statements it slowed each of their thread hand-overs (measured: 38 ms a question beside, 25 ms after).
+        embedding = await self._embed_question(guild_id, question)
         async with self._sessions() as session:
             searches = [(user_id, terms, POOL)] + [(m, terms, MEMBER_POOL) for m in members if user_id in (None, m)]
             for author, words, size in searches:
@@ -282,8 +292,8 @@ class Recall:
         summary_hits = self._rank_summaries(guild_id, terms, list(summaries.values()), tz)
         return hits, summary_hits
 
-    def _embed_question(self, guild_id: int, question: Question) -> asyncio.Future[np.ndarray] | None:
-        """The question's vector, begun now (None: no vectors for this question)."""
+    async def _embed_question(self, guild_id: int, question: Question) -> np.ndarray | None:
+        """The question's vector (None: no vectors for this question)."""
         if self._index is None or self._encode is None or not self.options.vectors:
             return None
         if not self._index.loaded(guild_id):  # a question never waits for the guild's index to be built
@@ -291,13 +301,19 @@ class Recall:
             return None
         named = {n for names in question.members.values() for n in names}
         plain = " ".join(w for w in WORD.findall(question.text) if w.lower() not in named)
-        return asyncio.ensure_future(self._encode(plain or question.text))
+        try:
+            return (await self._encode(plain or question.text)).astype(np.float32)
+        except NotReady:  # the model is loading (a fresh start): this question goes on words alone
+            return None
+        except Exception:  # the optional half failing leaves the words working
+            log.warning("embedding a question failed; recall uses words only", exc_info=True)
+            return None
 
     async def _meaning(
         self,
         session: AsyncSession,
         guild_id: int,
-        embedding: asyncio.Future[np.ndarray] | None,
+        query: np.ndarray | None,
         turns: dict[int, Turn],
         *,
         here: int | None,
@@ -308,10 +324,9 @@ class Recall:
     ) -> dict[int, float]:
         """Cosines to the question: the nearest vectors join the candidates — in the whole guild, among each
         named member's own messages, and within the time the question points at; text candidates get theirs."""
-        if embedding is None or self._index is None:
+        if query is None or self._index is None:
             return {}
         try:
-            query = (await embedding).astype(np.float32)
             nearest = await self._index.search(guild_id, query, VECTOR_POOL)
             for member in members:
                 nearest += await self._index.search(guild_id, query, MEMBER_POOL, author=member)
@@ -345,15 +360,15 @@ class Recall:
     ) -> list[Hit]:
         if not turns:
             return []
-        texts = [t.text for t in turns]
-        lexical = bm25_scores(question.terms, texts) if question.terms and self.options.text else [0.0] * len(turns)
+        docs = [stems_of(t.text) for t in turns]
+        stems = {stem(w) for w in question.terms}
+        lexical = bm25_of(stems, docs) if self.options.text else [0.0] * len(turns)
         top_text = max(lexical) or 1.0
         cosines = [cosine.get(t.message_id, 0.0) for t in turns]
         top_cos = max(cosines) if cosines else 0.0
-        stems = {stem(w) for w in question.terms}
         rate = math.log(2) / self.half_life_days if self.half_life_days > 0 else 0.0
         hits = []
-        for turn, lex, cos in zip(turns, lexical, cosines, strict=True):
+        for turn, doc, lex, cos in zip(turns, docs, lexical, cosines, strict=True):
             meaning = max(0.0, cos - COSINE_FLOOR) / max(1e-9, top_cos - COSINE_FLOOR) if top_cos > COSINE_FLOOR else 0
             score = TEXT_WEIGHT * lex / top_text + VECTOR_WEIGHT * meaning
             if members and any(_about(turn, member, names) for member, names in members.items()):
@@ -362,8 +377,7 @@ class Recall:
                 score += WHEN_BONUS
             age = max(0.0, (now - turn.at).total_seconds() / 86400)
             score += RECENCY * math.exp(-rate * age)
-            present = {stem(w) for w in WORD.findall(turn.text.lower())}
-            matched = len(stems & present)
+            matched = len(stems & doc.keys())
             coverage = matched / len(stems) if stems else 0.0
             hits.append(
                 Hit(
@@ -414,6 +428,9 @@ class Recall:
                 session, guild_id, as_turns, here=here, neighbours=NEIGHBOURS if self.options.neighbours else 0
             )
         by_id = {t.message_id: t for t in [*as_turns, *extra]}
+        order: dict[int, list[int]] = {}  # each channel's known messages, oldest first
+        for message_id in sorted(by_id):
+            order.setdefault(by_id[message_id].channel_id, []).append(message_id)
         snippets: list[Snippet] = []
         taken: dict[int, Snippet] = {}
         for rank, (hit, turn) in enumerate(zip(best, as_turns, strict=True)):
@@ -422,12 +439,7 @@ class Recall:
                 near.add(turn.reply_to_id)  # type: ignore[arg-type]
             near |= {t.message_id for t in extra if t.reply_to_id == turn.message_id}
             if rank < NEIGHBOURS and self.options.neighbours:
-                near |= {
-                    t.message_id
-                    for t in extra
-                    if t.channel_id == turn.channel_id
-                    and _adjacent(t.message_id, turn.message_id, by_id, turn.channel_id)
-                }
+                near |= _beside(turn.message_id, order[turn.channel_id]) & {t.message_id for t in extra}
             joined = next((taken[m] for m in near if m in taken), None)
             if joined is None:
                 joined = Snippet(hit, [])
@@ -448,11 +460,10 @@ def _day(moment: datetime | None, tz: ZoneInfo, default: date, *, after: bool = 
     return local + timedelta(days=1) if after else local
 
 
-def _adjacent(candidate: int, hit: int, by_id: dict[int, Turn], channel: int) -> bool:
-    """Whether `candidate` is the nearest known message before or after `hit` in its channel."""
-    same = sorted(m for m, t in by_id.items() if t.channel_id == channel)
-    i = same.index(hit)
-    return candidate in same[max(0, i - 1) : i + 2]
+def _beside(hit: int, channel: list[int]) -> set[int]:
+    """The nearest known messages before and after `hit` in its channel (`channel`: its known ids, in order)."""
+    i = bisect_left(channel, hit)
+    return set(channel[max(0, i - 1) : i + 2])
 
 
 def _about(turn: Turn, member: int, names: set[str]) -> bool:
