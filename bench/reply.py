@@ -36,8 +36,8 @@ import discord
 import discord.ext.test as dpytest
 from discord.ext.test import backend
 
-from bench.common import StallMeter, print_table
-from bench.recall import NAMES, build, pct, vocabulary
+from bench.common import StallMeter, print_table, sqlite_engine
+from bench.recall import CHANNELS, GUILD, NAMES, build, pct, vocabulary
 from bench.recall_scale import add_vectors
 from bot.app import open_app
 from bot.conversation import asks
@@ -124,8 +124,26 @@ async def chatter(members: list[discord.Member], channel: discord.TextChannel, r
         return written
 
 
+def gateway(bot: ElefantBot, members: int) -> tuple[discord.Guild, list[discord.TextChannel], list[discord.Member]]:
+    """dpytest's gateway holding bench.recall's guild: its guild, channel and member ids."""
+    dpytest.configure(bot, guilds=0, text_channels=0, voice_channels=0, members=0)
+    guild = backend.make_guild("Bench Guild", id_num=GUILD)
+    channels = [backend.make_text_channel(f"channel-{i}", guild, id_num=c) for i, c in enumerate(CHANNELS)]
+    people = [
+        backend.make_member(backend.make_user(name, f"{i + 1:04}", id_num=2**60 + 5000 + i), guild)
+        for i, name in enumerate(NAMES[:members])
+    ]
+    backend.make_member(backend.get_state().user, guild)
+    return guild, channels, people
+
+
 async def measure(args: argparse.Namespace, directory: Path) -> None:
     path = directory / "reply.db"
+    began = time.perf_counter()
+    async with sqlite_engine(directory, reuse=path) as engine:  # the guild first: the bot starts on its history
+        plants = await asyncio.to_thread(build, path, args.messages, 365, args.seed, now=datetime.now(UTC))
+        await asyncio.to_thread(add_vectors, path, args.seed)
+        await maintenance.optimize(engine)
     with stub_process() as base_url:
         settings = Settings(  # type: ignore[call-arg]
             _env_file=None,
@@ -142,33 +160,14 @@ async def measure(args: argparse.Namespace, directory: Path) -> None:
         )
         async with open_app(settings, background=True) as app:
             bot = ElefantBot(memory=app.memory, responder=app.responder, settings=settings, sync_commands=False)
-            dpytest.configure(bot, text_channels=3, members=NAMES)
+            guild, channels, members = gateway(bot, len(NAMES))
             await bot._async_setup_hook()
             await bot.setup_hook()
-            config = dpytest.get_config()
-            guild, members = config.guilds[0], config.members
-            channels = [c for c in config.channels if isinstance(c, discord.TextChannel)]
-            began = time.perf_counter()
-            plants = await asyncio.to_thread(
-                build,
-                path,
-                args.messages,
-                365,
-                args.seed,
-                guild=guild.id,
-                channels=[c.id for c in channels],
-                users=[m.id for m in members],
-                now=datetime.now(UTC),
-            )
-            await asyncio.to_thread(add_vectors, path, args.seed, guild.id)
-            engine = app.memory.engine
-            await maintenance.optimize(engine)
             for member in members:
                 await app.memory.note_member(guild.id, member.id, member.display_name, member.name)
             asker, channel = members[0], channels[0]
-            await app.memory.remember(
-                guild.id, asker.id, f"{asker.display_name} likes green tea", requested_by=asker.id
-            )
+            fact = f"{asker.display_name} likes green tea"
+            await app.memory.remember(guild.id, asker.id, fact, requested_by=asker.id)
             assert app.memory.scheduler is not None
             summarised = await app.memory.scheduler.catch_up([guild.id])
             assert await app.memory.vectors_ready(guild.id)
