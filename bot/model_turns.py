@@ -62,6 +62,8 @@ class ModelTurns:
     async def chat(self, request: Request, memory: str | None) -> str:
         """A reply in the bot's voice, with what it remembers about the author."""
         author = await self._memory.name(request.guild_id, request.author_id)
+        # The bot is no member: its mention would read "@member 1234" to the model, in most lines of a chat.
+        bot = {request.bot_user_id: self._settings.bot_name} if request.bot_user_id is not None else {}
         lines = []
         if request.channel_id is not None:
             # Only this channel's own conversation: a private channel's talk never leaves it.
@@ -71,7 +73,9 @@ class ModelTurns:
                 budget_tokens=self._settings.chat_window_tokens,
                 before=request.message_id,
             )
-            rendered = await self._memory.render_all_mentions(request.guild_id, [line.content for line in lines])
+            rendered = await self._memory.render_all_mentions(
+                request.guild_id, [line.content for line in lines], also=bot
+            )
             lines = [replace(line, content=content) for line, content in zip(lines, rendered, strict=True)]
         result = await self._llm.run(
             "chat",
@@ -81,7 +85,7 @@ class ModelTurns:
                 "author": author,
                 "memory": memory or "",
                 "channel_xml": transcript(lines),
-                "message": await self._memory.render_mentions(request.guild_id, request.text),
+                "message": (await self._memory.render_all_mentions(request.guild_id, [request.text], also=bot))[0],
             },
             guild_id=request.guild_id,
         )

@@ -9,7 +9,7 @@ from bot.memory.facts_llm import LLMFactsModel
 from bot.memory.manager import MemoryManager
 from bot.model_turns import ModelTurns
 from bot.responder import Responder
-from tests.factories import ALICE, BOB, GUILD, OTHER_GUILD, message
+from tests.factories import ALICE, BOB, CHANNEL, GUILD, OTHER_GUILD, message
 
 CAROL = 2**60 + 1003
 
@@ -149,3 +149,14 @@ async def test_forgetting_part_of_a_sentence_keeps_the_rest(memory):
     answer = await responder.respond(Request(GUILD, ALICE, "forget that I live in Lisbon"))
     assert answer.change is not None and answer.change.found
     assert await memory.facts(GUILD, ALICE) == "Ana likes green tea."
+
+
+async def test_the_bots_own_mention_reads_as_its_name_in_the_chat_window(memory, llm, settings):
+    bot = 2**60 + 4242  # no member: member_names does not know it
+    await memory.ingest_message(message(f"<@{bot}> what's the plan for <@{BOB}>?", author=ALICE, name="Ana"))
+    answer = await responder(memory).respond(ask("and after that?", channel_id=CHANNEL, bot_user_id=bot))
+    if llm.is_offline:
+        return  # offline, chat shows no window to a model
+    window = answer.text.split(" | channel: ", 1)[1]
+    assert f"@{settings.bot_name} what's the plan for @Bob?" in window
+    assert "member" not in window

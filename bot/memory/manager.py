@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -328,9 +328,11 @@ class MemoryManager:
         """`<@id>` written as names, so nothing shown or sent pings anyone."""
         return await self.names.render_mentions(guild_id, text, at=at)
 
-    async def render_all_mentions(self, guild_id: int, texts: list[str], *, at: bool = True) -> list[str]:
-        """`render_mentions` of many texts, with one lookup of the names."""
-        return await self.names.render_all(guild_id, texts, at=at)
+    async def render_all_mentions(
+        self, guild_id: int, texts: list[str], *, at: bool = True, also: Mapping[int, str] | None = None
+    ) -> list[str]:
+        """`render_mentions` of many texts, with one lookup of the names (`also`: names known without asking)."""
+        return await self.names.render_all(guild_id, texts, at=at, also=also)
 
     def channel_lines(
         self, guild_id: int, channel_id: int, *, budget_tokens: int, before: int | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 
 from cachetools import LRUCache
@@ -80,12 +81,15 @@ class NameDirectory:
         """Replace `<@id>` mentions by `@name` (or `name`), so the model sees names and nothing echoes a ping."""
         return (await self.render_all(guild_id, [text], at=at))[0]
 
-    async def render_all(self, guild_id: int, texts: list[str], *, at: bool = True) -> list[str]:
-        """`render_mentions` of many texts with one lookup (a chat window mentions the bot in most lines)."""
+    async def render_all(
+        self, guild_id: int, texts: list[str], *, at: bool = True, also: Mapping[int, str] | None = None
+    ) -> list[str]:
+        """`render_mentions` of many texts with one lookup (a chat window mentions the bot in most lines);
+        `also`: names known without asking (the bot's own, which is no member's)."""
         ids = {int(m) for text in texts for m in MENTION.findall(text)}
         if not ids:
             return texts
-        known = await self.names(guild_id, ids)
+        known = {**await self.names(guild_id, ids - set(also or {})), **(also or {})}
         prefix = "@" if at else ""
         return [
             MENTION.sub(lambda m: prefix + known.get(int(m.group(1)), f"member {m.group(1)[-4:]}"), text)
