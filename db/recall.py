@@ -392,6 +392,35 @@ def _turns(rows: object) -> list[Turn]:
     return [Turn(m, c, u, body, ts, r) for m, c, u, body, ts, r in rows]  # type: ignore[attr-defined]
 
 
+async def _sqlite_turns(session: AsyncSession, sql: str, params: dict[str, object]) -> list[Turn] | None:
+    """Turns read straight through SQLite's driver on the session's own connection (None: not SQLite).
+
+    Recall reads hundreds of rows by id per question; through SQLAlchemy each IN parameter and each row is
+    handled in Python (200 messages by id: 4.4 ms, where the driver takes 0.5 ms). A list parameter `:ids`
+    written as `IN {ids}` becomes its own placeholders, as SQLAlchemy's expanding parameters do: bound as one
+    JSON array instead, SQLite's planner could no longer see the values and scanned the table.
+    """
+    connection = await session.connection()
+    if connection.dialect.name != "sqlite":
+        return None
+    lists = {k: v for k, v in params.items() if isinstance(v, list)}
+    values = {k: v for k, v in params.items() if k not in lists}
+    for name, items in lists.items():
+        values |= {f"{name}_{i}": item for i, item in enumerate(items)}
+    placeholders = {
+        name: "(" + (", ".join(f":{name}_{i}" for i in range(len(items))) or "NULL") + ")"
+        for name, items in lists.items()
+    }
+    driver = (await connection.get_raw_connection()).driver_connection
+    rows = await driver.execute_fetchall(sql.format(**placeholders), values)  # type: ignore[union-attr]
+    return [Turn(m, c, u, body, _utc(at), r) for m, c, u, body, at, r in rows]
+
+
+def _utc(stored: str) -> datetime:
+    """A timestamp as SQLite stores UTCDateTime ('2026-11-20 18:00:00.000000', UTC without an offset)."""
+    return datetime.fromisoformat(stored).replace(tzinfo=UTC)
+
+
 def _id_list(name: str) -> BindParameter[int]:
     """An IN list bound at execution: one cached compilation whatever the number of ids (each list rendered as
     its own placeholders compiled afresh, 60 ms a question with hundreds of ids)."""
@@ -402,12 +431,19 @@ async def messages_by_id(session: AsyncSession, guild_id: int, ids: list[int], *
     """Those of the given messages a reader in `here` may see (the read scope decides, not the caller)."""
     if not ids:
         return []
+    scope = scoping.params(Scope(guild_id, here), scoping.MESSAGES)
+    lean = (
+        f"SELECT {_COLUMNS} FROM chat_history AS c WHERE c.message_id IN {{ids}} "
+        f"AND {scoping.where(scoping.MESSAGES, 'c')}"
+    )
+    if (turns := await _sqlite_turns(session, lean, {"ids": ids, **scope})) is not None:
+        return turns
     query = text(
         f"SELECT {_COLUMNS} FROM chat_history AS c WHERE c.message_id IN :ids "
         f"AND {scoping.where(scoping.MESSAGES, 'c')}"
     ).columns(timestamp=UTCDateTime())
     query = scoping.typed(query, scoping.MESSAGES).bindparams(_id_list("ids"))
-    rows = await session.execute(query, {"ids": ids, **scoping.params(Scope(guild_id, here), scoping.MESSAGES)})
+    rows = await session.execute(query, {"ids": ids, **scope})
     return _turns(rows)
 
 
@@ -432,6 +468,15 @@ async def around(
         )
     parents = [h.reply_to_id for h in hits if h.reply_to_id is not None]
     near = f"c.message_id IN ({' UNION ALL '.join(sides)}) OR " if sides else ""
+    scope = scoping.params(Scope(guild_id, here), scoping.MESSAGES)
+    lean = f"""
+        SELECT {_COLUMNS} FROM chat_history AS c
+        WHERE ({near}c.reply_to_id IN {{hits}} OR c.message_id IN {{parents}})
+          AND {scoping.where(scoping.MESSAGES, "c")}
+    """
+    listed = {"hits": [h.message_id for h in hits], "parents": parents}
+    if (turns := await _sqlite_turns(session, lean, {**values, **listed, **scope})) is not None:
+        return turns
     query = text(f"""
         SELECT {_COLUMNS} FROM chat_history AS c
         WHERE ({near}c.reply_to_id IN :hits OR c.message_id IN :parents)
@@ -440,6 +485,5 @@ async def around(
     query = scoping.typed(query, scoping.MESSAGES).bindparams(
         *(bindparam(k, type_=BigInteger()) for k in values), _id_list("hits"), _id_list("parents")
     )
-    values |= {"hits": [h.message_id for h in hits], "parents": parents}  # type: ignore[dict-item]
-    rows = await session.execute(query, {**values, **scoping.params(Scope(guild_id, here), scoping.MESSAGES)})
+    rows = await session.execute(query, {**values, **listed, **scope})
     return _turns(rows)

@@ -243,3 +243,39 @@ async def test_same_top_hits_on_sqlite_and_postgresql(both):
     sqlite, postgresql = results
     assert all(sqlite)  # every question finds something
     assert sqlite == postgresql
+
+
+async def test_sqlites_lean_reads_return_what_the_session_path_returns(memory, monkeypatch):
+    """messages_by_id and around read SQLite through the driver; the same rows as through SQLAlchemy, scope
+    included (a private channel, an opted-out member, another guild, replies both ways)."""
+    private = CHANNEL + 7
+    await memory.observe_channel(GUILD, private, is_private=True)
+    rows = [
+        message("first words", author=ALICE, at=NOW - timedelta(hours=5)),
+        message("a secret plan", author=ALICE, channel=private, at=NOW - timedelta(hours=4)),
+        message("carol speaks", author=CAROL, at=NOW - timedelta(hours=3)),
+        message("elsewhere", author=ALICE, guild=OTHER_GUILD, at=NOW - timedelta(hours=2)),
+    ]
+    rows.append(message("a reply to the first", author=BOB, at=NOW - timedelta(hours=1), reply_to=rows[0].message_id))
+    rows.append(message("last words", author=ALICE, at=NOW - timedelta(minutes=30), reply_to=rows[2].message_id))
+    for row in rows:
+        await memory.ingest_message(row)
+    await memory.flush()
+    await memory.opt_out(GUILD, CAROL, delete_stored=False)
+    ids = [r.message_id for r in rows]
+
+    async def read() -> tuple[list, list]:
+        async with memory.sessions() as session:
+            found = await recall_store.messages_by_id(session, GUILD, ids, here=CHANNEL)
+            near = await recall_store.around(session, GUILD, found[:2], here=CHANNEL, neighbours=2)
+            return sorted(found, key=lambda t: t.message_id), sorted(near, key=lambda t: t.message_id)
+
+    lean = await read()
+    monkeypatch.setattr(recall_store, "_sqlite_turns", lambda *args: _none())
+    assert await read() == lean
+    assert {t.text for t in lean[0]} == {"first words", "a reply to the first", "last words"}
+    assert lean[1], "the neighbours and replies of the first hits"
+
+
+async def _none() -> None:
+    return None
