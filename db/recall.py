@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from typing import Any
 
 from cachetools import TTLCache
 from sqlalchemy import BigInteger, BindParameter, Date, Float, Integer, String, bindparam, text
@@ -218,8 +219,7 @@ async def _search_messages(  # noqa: PLR0917 - one call site, the public functio
         match = "c.search @@ q.query" + (" AND c.user_id = :user_id" if user_id is not None else "")
         age = "greatest(0.0, extract(epoch FROM (:now - c.timestamp)) / 86400.0)"
     score = f"{relevance} * exp(-:rate * {age})"
-    query = (
-        text(f"""
+    sql = f"""
         SELECT c.message_id, c.channel_id, c.user_id, c.message_text, c.timestamp,
                {relevance} AS relevance, {score} AS score, c.reply_to_id
         FROM {source}
@@ -227,7 +227,9 @@ async def _search_messages(  # noqa: PLR0917 - one call site, the public functio
           AND c.timestamp >= :since AND c.timestamp < :until
         ORDER BY score DESC, c.message_id DESC
         LIMIT :limit
-    """)
+    """
+    query = (
+        text(sql)
         .bindparams(
             bindparam("since", type_=UTCDateTime()),
             bindparam("until", type_=UTCDateTime()),
@@ -262,6 +264,8 @@ async def _search_messages(  # noqa: PLR0917 - one call site, the public functio
         if user_id is not None:
             params["user_id"] = user_id
             query = query.bindparams(bindparam("user_id", type_=BigInteger()))
+    if (lean := await _sqlite_rows(session, sql, params)) is not None:
+        return [MessageRow(m, c, u, body, _utc(ts), float(r), float(s), rt) for m, c, u, body, ts, r, s, rt in lean]
     rows = await session.execute(query, params)
     return [MessageRow(m, c, u, body, ts, float(r), float(s), rt) for m, c, u, body, ts, r, s, rt in rows]
 
@@ -393,18 +397,25 @@ def _turns(rows: object) -> list[Turn]:
 
 
 async def _sqlite_turns(session: AsyncSession, sql: str, params: dict[str, object]) -> list[Turn] | None:
-    """Turns read straight through SQLite's driver on the session's own connection (None: not SQLite).
+    """Turns read straight through SQLite's driver (None: not SQLite); see `_sqlite_rows`."""
+    rows = await _sqlite_rows(session, sql, params)
+    return None if rows is None else [Turn(m, c, u, body, _utc(at), r) for m, c, u, body, at, r in rows]
 
-    Recall reads hundreds of rows by id per question; through SQLAlchemy each IN parameter and each row is
-    handled in Python (200 messages by id: 4.4 ms, where the driver takes 0.5 ms). A list parameter `:ids`
-    written as `IN {ids}` becomes its own placeholders, as SQLAlchemy's expanding parameters do: bound as one
-    JSON array instead, SQLite's planner could no longer see the values and scanned the table.
+
+async def _sqlite_rows(session: AsyncSession, sql: str, params: dict[str, object]) -> list[Any] | None:
+    """Rows read straight through SQLite's driver on the session's own connection (None: not SQLite).
+
+    Recall reads hundreds of rows per question; through SQLAlchemy each IN parameter and each row is handled
+    in Python (200 messages by id: 4.4 ms, where the driver takes 0.5 ms). A list parameter `:ids` written as
+    `IN {ids}` becomes its own placeholders, as SQLAlchemy's expanding parameters do: bound as one JSON array
+    instead, SQLite's planner could no longer see the values and scanned the table. Datetimes are bound as
+    UTCDateTime stores them.
     """
     connection = await session.connection()
     if connection.dialect.name != "sqlite":
         return None
     lists = {k: v for k, v in params.items() if isinstance(v, list)}
-    values = {k: v for k, v in params.items() if k not in lists}
+    values = {k: _stored(v) for k, v in params.items() if k not in lists}
     for name, items in lists.items():
         values |= {f"{name}_{i}": item for i, item in enumerate(items)}
     placeholders = {
@@ -412,8 +423,14 @@ async def _sqlite_turns(session: AsyncSession, sql: str, params: dict[str, objec
         for name, items in lists.items()
     }
     driver = (await connection.get_raw_connection()).driver_connection
-    rows = await driver.execute_fetchall(sql.format(**placeholders), values)  # type: ignore[union-attr]
-    return [Turn(m, c, u, body, _utc(at), r) for m, c, u, body, at, r in rows]
+    return list(await driver.execute_fetchall(sql.format(**placeholders) if lists else sql, values))  # type: ignore[union-attr]
+
+
+def _stored(value: object) -> object:
+    """A parameter as SQLite compares it with a UTCDateTime column (naive UTC, microseconds)."""
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+    return value
 
 
 def _utc(stored: str) -> datetime:

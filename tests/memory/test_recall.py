@@ -264,17 +264,40 @@ async def test_sqlites_lean_reads_return_what_the_session_path_returns(memory, m
     await memory.opt_out(GUILD, CAROL, delete_stored=False)
     ids = [r.message_id for r in rows]
 
-    async def read() -> tuple[list, list]:
+    async def read() -> tuple[list, ...]:
         async with memory.sessions() as session:
             found = await recall_store.messages_by_id(session, GUILD, ids, here=CHANNEL)
             near = await recall_store.around(session, GUILD, found[:2], here=CHANNEL, neighbours=2)
-            return sorted(found, key=lambda t: t.message_id), sorted(near, key=lambda t: t.message_id)
+            searched = [
+                await recall_store.search_messages(
+                    session,
+                    GUILD,
+                    ["words", "secret", "reply"],
+                    user_id=user,
+                    since=since,
+                    until=until,
+                    now=NOW,
+                    half_life_days=30,
+                    here=CHANNEL,
+                    limit=10,
+                )
+                for user, since, until in [
+                    (None, None, None),
+                    (ALICE, None, None),
+                    (None, NOW - timedelta(hours=4, minutes=30), NOW - timedelta(minutes=45)),
+                ]
+            ]
+            return sorted(found, key=lambda t: t.message_id), sorted(near, key=lambda t: t.message_id), searched
 
     lean = await read()
-    monkeypatch.setattr(recall_store, "_sqlite_turns", lambda *args: _none())
+    monkeypatch.setattr(recall_store, "_sqlite_rows", lambda *args: _none())
     assert await read() == lean
     assert {t.text for t in lean[0]} == {"first words", "a reply to the first", "last words"}
     assert lean[1], "the neighbours and replies of the first hits"
+    everyone, alices, window = ([r.text for r in rows] for rows in lean[2])
+    assert sorted(everyone) == ["a reply to the first", "first words", "last words"]
+    assert sorted(alices) == ["first words", "last words"]
+    assert window == ["a reply to the first"]
 
 
 async def _none() -> None:
