@@ -137,7 +137,9 @@ class VectorIndex:
                 keep &= guild.authors == author
             if window is not None:
                 keep &= (guild.times >= window[0]) & (guild.times < window[1])
-            chosen = np.unique(guild.ids[keep])
+            # An edited message's id may be here twice; the selector is a set, so no np.unique (it sorted half a
+            # million ids per question for a busy member: 215 ms at 1 M messages).
+            chosen = guild.ids[keep]
             if not len(chosen):
                 return []
             selector = faiss.IDSelectorBatch(chosen)
