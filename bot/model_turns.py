@@ -73,10 +73,11 @@ class ModelTurns:
                 budget_tokens=self._settings.chat_window_tokens,
                 before=request.message_id,
             )
-            rendered = await self._memory.render_all_mentions(
-                request.guild_id, [line.content for line in lines], also=bot
-            )
-            lines = [replace(line, content=content) for line, content in zip(lines, rendered, strict=True)]
+        # The window and the message with one lookup of the names they mention.
+        *window, message = await self._memory.render_all_mentions(
+            request.guild_id, [*(line.content for line in lines), request.text], also=bot
+        )
+        lines = [replace(line, content=content) for line, content in zip(lines, window, strict=True)]
         result = await self._llm.run(
             "chat",
             {
@@ -85,7 +86,7 @@ class ModelTurns:
                 "author": author,
                 "memory": memory or "",
                 "channel_xml": transcript(lines),
-                "message": (await self._memory.render_all_mentions(request.guild_id, [request.text], also=bot))[0],
+                "message": message,
             },
             guild_id=request.guild_id,
         )
