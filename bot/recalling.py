@@ -1,6 +1,6 @@
 """Questions about the past, addressed to the bot: search what was said, and cite where it was found.
 
-Members named in the question ("when did Bob mention his exam?") are passed to recall as authors: Bob's
+Members named in the question ("when did Bob mention his exam?") are read by recall as its subjects: Bob's
 own messages count as containing "Bob" (he wrote "my exam"), and everyone's messages are searched too
 ("Bob's exam is on Friday").
 """
@@ -11,8 +11,7 @@ from datetime import datetime
 
 from bot.conversation import Request
 from bot.memory.manager import MemoryManager
-from bot.memory.recall import Hit, query_terms
-from bot.text import MENTION
+from bot.memory.recall import Hit
 
 CITED = 5
 SNIPPET_CHARS = 300
@@ -22,16 +21,7 @@ async def find(
     memory: MemoryManager, request: Request, *, now: datetime | None = None, limit: int = CITED
 ) -> list[Hit]:
     """The best hits for a question, searched from the channel it was asked in."""
-    guild_id = request.guild_id
-    text = MENTION.sub(" ", request.text)
-    people: dict[int, set[str]] = {int(m): set() for m in MENTION.findall(request.text)}
-    words = query_terms(text)
-    resolved = await memory.resolve_all(guild_id, words) if words else {}
-    for word in words:
-        found = resolved.get(word, [])
-        if len(found) == 1:
-            people.setdefault(found[0], set()).add(word)
-    return await memory.recall(guild_id, text, channel_id=request.channel_id, now=now, limit=limit, authors=people)
+    return await memory.recall(request.guild_id, request.text, channel_id=request.channel_id, now=now, limit=limit)
 
 
 async def cite(memory: MemoryManager, hit: Hit, now: datetime) -> str:

@@ -35,18 +35,8 @@ async def store(
     )
 
 
-async def matching(session: AsyncSession, guild_id: int, key: str) -> dict[int, tuple[str, str | None]]:
-    """Members whose display name or username folds to `key`: user id -> (display name, username)."""
-    rows = await session.execute(
-        select(MemberName.user_id, MemberName.display_name, MemberName.username).where(
-            MemberName.guild_id == guild_id, or_(MemberName.display_key == key, MemberName.username_key == key)
-        )
-    )
-    return {user_id: (display, username) for user_id, display, username in rows}
-
-
-async def matching_any(session: AsyncSession, guild_id: int, keys: list[str]) -> dict[int, tuple[str, str | None]]:
-    """`matching` for several keys at once (the words of a question), in one statement."""
+async def matching(session: AsyncSession, guild_id: int, keys: list[str]) -> dict[int, tuple[str, str | None]]:
+    """Members whose display name or username folds to one of `keys`: user id -> (display name, username)."""
     rows = await session.execute(
         select(MemberName.user_id, MemberName.display_name, MemberName.username).where(
             MemberName.guild_id == guild_id, or_(MemberName.display_key.in_(keys), MemberName.username_key.in_(keys))

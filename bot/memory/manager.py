@@ -35,7 +35,6 @@ from bot.memory.facts_llm import LLMFactsModel
 from bot.memory.forgetting import redact
 from bot.memory.ingest import StoredCounts, WriteBehindQueue
 from bot.memory.names import NameDirectory
-from bot.memory.question import Question
 from bot.memory.question import read as read_question
 from bot.memory.recall import Hit, Recall, Recalled, pack
 from bot.memory.rollups import Rollups
@@ -460,19 +459,15 @@ class MemoryManager:
         limit: int = 10,
         channel_id: int | None = None,
         now: datetime | None = None,
-        authors: dict[int, set[str]] | None = None,
     ) -> list[Hit]:
         """Messages and daily summaries about `query`, best first; asked in `channel_id` (its own may be private).
 
-        `authors`: members the question names, and the words that named them (they become a preference for
-        their messages and messages about them, not words to search for).
+        Members the query names (by mention, or by a name only one member has) become a preference for their
+        messages and messages about them, not words to search for.
         """
         now = now or self.clock.now()
         zone = self.zone(guild_id)
         question = await read_question(query, now=now, zone=zone, resolve=partial(self.resolve_all, guild_id))
-        if authors is not None:
-            named = {w for words in authors.values() for w in words}
-            question = Question(question.text, [t for t in question.terms if t not in named], authors, question.window)
         messages, summaries = await self._recall.find(
             guild_id, question, now=now, zone=zone, here=channel_id, since=since, until=until, user_id=user_id
         )

@@ -53,7 +53,7 @@ class NameDirectory:
         if not keys:
             return {}
         async with self._sessions() as session:
-            stored = await store.matching_any(session, guild_id, keys)
+            stored = await store.matching(session, guild_id, keys)
         for (guild, user_id), known in self._recent.items():
             if guild == guild_id:
                 stored[user_id] = known  # the newest name wins, also when it no longer matches
