@@ -138,30 +138,7 @@ def one_transaction(path: Path, messages: list[IncomingMessage]) -> float:
 
 def bare_driver(path: Path, messages: list[IncomingMessage]) -> float:
     """(d) sqlite3.executemany of tuples built before the clock into a table without keys or indexes."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    tune_sqlite(conn, None)
-    conn.execute(_PLAIN)
-    rows = [
-        (
-            m.message_id,
-            m.guild_id,
-            m.channel_id,
-            m.author_id,
-            m.content,
-            m.created_at.isoformat(" ", "microseconds")[:26],
-            None,
-            m.reply_to_id,
-            0,
-        )
-        for m in messages
-    ]
-    started = time.perf_counter()
-    conn.execute("BEGIN IMMEDIATE")
-    conn.executemany(_PLAIN_INSERT, rows)
-    conn.execute("COMMIT")
-    rate = len(messages) / (time.perf_counter() - started)
-    conn.close()
-    return rate
+    return step(path, messages, [_PLAIN], _PLAIN_INSERT, SqliteBatch(SQLiteDialect_aiosqlite()))
 
 
 _COLUMNS = (
