@@ -85,6 +85,7 @@ NAMES = [
     "Mina",
     "Noor",
 ]
+MEMBERS = [2**60 + 5000 + i for i in range(len(NAMES))]  # their user ids, in the same order
 # (what the member writes, what someone later asks): answers planted 15–110 days back.
 PLANTS = [
     ("my chemistry exam is on the {n}th, wish me luck", "when is {name}'s chemistry exam?"),
@@ -147,22 +148,12 @@ class Plant:
     author: int
 
 
-def build(
-    path: Path,
-    total: int,
-    days: int,
-    seed: int,
-    *,
-    write: bool = True,
-    guild: int = GUILD,
-    channels: list[int] = CHANNELS,
-    users: list[int] | None = None,
-    now: datetime = NOW,
-) -> list[Plant]:
-    """Write `total` messages straight into the migrated file (the triggers index them for search)."""
+def build(path: Path, total: int, days: int, seed: int, *, write: bool = True, now: datetime = NOW) -> list[Plant]:
+    """Write `total` messages straight into the migrated file (the triggers index them for search), the newest
+    at `now`."""
     rng = random.Random(seed)
     vocab, weights = vocabulary(rng)
-    users = users or [2**60 + 5000 + i for i in range(len(NAMES))]
+    users = MEMBERS
     plants: list[Plant] = []
     special: dict[int, tuple[int, str]] = {}  # row index -> (author, text)
 
@@ -208,8 +199,8 @@ def build(
             batch.append(
                 (
                     2**60 + 10**8 + i,
-                    guild,
-                    channels[i % len(channels)],
+                    GUILD,
+                    CHANNELS[i % len(CHANNELS)],
                     author,
                     text,
                     at.replace(tzinfo=None).isoformat(" ", "microseconds"),
@@ -284,7 +275,7 @@ async def measure(args: argparse.Namespace) -> Figures:
         memory = MemoryManager(engine, settings, clock=FakeClock(NOW))
         await memory.start()
         for i, name in enumerate(NAMES):
-            await memory.note_member(GUILD, 2**60 + 5000 + i, name, name.lower())
+            await memory.note_member(GUILD, MEMBERS[i], name, name.lower())
         async with memory.sessions() as session:
             from sqlalchemy import text
 

@@ -29,7 +29,7 @@ import numpy as np
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bench.common import postgres_engine, print_table, sqlite_engine
-from bench.recall import CHANNELS, GUILD, NAMES, NOW, Plant, build, pct, vocabulary
+from bench.recall import CHANNELS, GUILD, MEMBERS, NAMES, NOW, Plant, build, pct, vocabulary
 from bot.conversation import Request
 from bot.llm.client import LLM
 from bot.llm.local_embedder import DIMENSIONS, MODEL, LocalEmbedder
@@ -49,7 +49,7 @@ def _vectors(count: int, rng: np.random.Generator) -> list[tuple[bytes, float]]:
     return quantize(raw / np.linalg.norm(raw, axis=1, keepdims=True))
 
 
-def add_vectors(path: Path, seed: int, guild: int = GUILD) -> float:
+def add_vectors(path: Path, seed: int) -> float:
     """Give every message a vector, as the embedding worker stores it; seconds taken."""
     began = time.perf_counter()
     rng = np.random.default_rng(seed)
@@ -59,7 +59,7 @@ def add_vectors(path: Path, seed: int, guild: int = GUILD) -> float:
     for start in range(0, len(ids), CHUNK):
         chunk = ids[start : start + CHUNK]
         rows = [
-            (m, guild, MODEL, blob, scale) for m, (blob, scale) in zip(chunk, _vectors(len(chunk), rng), strict=True)
+            (m, GUILD, MODEL, blob, scale) for m, (blob, scale) in zip(chunk, _vectors(len(chunk), rng), strict=True)
         ]
         connection.executemany(
             "INSERT INTO message_vectors (message_id, guild_id, model, vector, scale) VALUES (?, ?, ?, ?, ?)", rows
@@ -128,7 +128,7 @@ async def _questions(
     )
     await memory.start(background=False)
     for i, member in enumerate(NAMES):
-        await memory.note_member(GUILD, 2**60 + 5000 + i, member, member.lower())
+        await memory.note_member(GUILD, MEMBERS[i], member, member.lower())
     assert memory.vectors is not None
     began = time.perf_counter()
     assert await memory.vectors_ready(GUILD)

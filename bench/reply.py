@@ -37,7 +37,7 @@ import discord.ext.test as dpytest
 from discord.ext.test import backend
 
 from bench.common import StallMeter, print_table, sqlite_engine
-from bench.recall import CHANNELS, GUILD, NAMES, build, pct, vocabulary
+from bench.recall import CHANNELS, GUILD, MEMBERS, NAMES, build, pct, vocabulary
 from bench.recall_scale import add_vectors
 from bot.app import open_app
 from bot.conversation import asks
@@ -130,7 +130,7 @@ def gateway(bot: ElefantBot, members: int) -> tuple[discord.Guild, list[discord.
     guild = backend.make_guild("Bench Guild", id_num=GUILD)
     channels = [backend.make_text_channel(f"channel-{i}", guild, id_num=c) for i, c in enumerate(CHANNELS)]
     people = [
-        backend.make_member(backend.make_user(name, f"{i + 1:04}", id_num=2**60 + 5000 + i), guild)
+        backend.make_member(backend.make_user(name, f"{i + 1:04}", id_num=MEMBERS[i]), guild)
         for i, name in enumerate(NAMES[:members])
     ]
     backend.make_member(backend.get_state().user, guild)
@@ -178,14 +178,13 @@ async def measure(args: argparse.Namespace, directory: Path) -> None:
             replies = Replies(bot)
             vocab, _ = vocabulary(random.Random(args.seed))
             rng = random.Random(args.seed + 1)
-            by_name = {m.id: m.display_name for m in members}
             questions = {
                 "chat": lambda: f"<@{bot.user.id}> hey, how's it going today?",
                 "what do you know": lambda: f"<@{bot.user.id}> what do you know about me?",
                 "recall question": lambda: (
                     f"<@{bot.user.id}> {p.question}"
                     if (p := rng.choice(plants)) and rng.random() < 0.5
-                    else f"<@{bot.user.id}> what did {by_name[rng.choice(members).id]} say about "
+                    else f"<@{bot.user.id}> what did {rng.choice(members).display_name} say about "
                     f"{' '.join(rng.sample(vocab[15:800], 2))}?"
                 ),
             }
