@@ -407,15 +407,7 @@ async def _purge(*, guild_id: int, user_id: int | None, channel_id: int | None, 
     await _migrate(settings)
     async with open_app(settings) as app:
         await _require_guild(app, guild_id)
-        memory = app.memory
-        if user_id is not None:
-            counts = await memory.forget_member(guild_id, user_id)
-        elif channel_id is not None:
-            counts = await memory.purge_channel(guild_id, channel_id)
-        elif before is not None:
-            counts = await memory.purge_before(guild_id, before)
-        else:
-            counts = await memory.purge_guild(guild_id)
+        counts = await app.memory.purge(guild_id, user_id=user_id, channel_id=channel_id, before=before)
     click.echo(f"Deleted: {rows_in_words(counts)}.")
 
 

@@ -556,24 +556,31 @@ class MemoryManager:
 
     async def forget_member(self, guild_id: int, user_id: int) -> Counter[str]:
         """Delete everything about a member in a guild — every table and every cache; rows deleted per table."""
-        return await self._delete(
-            guild_id, user_id, deletion.delete_member(guild_id=guild_id, user_id=user_id), "forget_member"
-        )
+        return await self.purge(guild_id, user_id=user_id)
 
     async def purge_channel(self, guild_id: int, channel_id: int) -> Counter[str]:
         """Delete a channel's messages and the summaries built from them."""
-        work = deletion.delete_channel(guild_id=guild_id, channel_id=channel_id)
-        return await self._delete(guild_id, None, work, "purge_channel")
+        return await self.purge(guild_id, channel_id=channel_id)
 
     async def purge_before(self, guild_id: int, before: datetime) -> Counter[str]:
         """Delete a guild's messages older than `before`, and the summaries of those days."""
-        return await self._delete(
-            guild_id, None, deletion.delete_before(guild_id=guild_id, before=before), "purge_before"
-        )
+        return await self.purge(guild_id, before=before)
 
     async def purge_guild(self, guild_id: int) -> Counter[str]:
         """Delete everything the guild said and what was built from it; its privacy choices stay."""
-        return await self._delete(guild_id, None, deletion.delete_guild(guild_id=guild_id), "purge_guild")
+        return await self.purge(guild_id)
+
+    async def purge(
+        self,
+        guild_id: int,
+        *,
+        user_id: int | None = None,
+        channel_id: int | None = None,
+        before: datetime | None = None,
+    ) -> Counter[str]:
+        """A member (forget_member), a channel, what is older than `before`, or else the whole guild's speech."""
+        work, what = _purge_work(guild_id, user_id, channel_id, before)
+        return await self._delete(guild_id, user_id, work, what)
 
     async def deletion_preview(
         self,
@@ -583,19 +590,12 @@ class MemoryManager:
         channel_id: int | None = None,
         before: datetime | None = None,
     ) -> Counter[str]:
-        """Rows forget_member / purge_channel / purge_before / purge_guild would change now, changing nothing.
+        """Rows `purge` with the same arguments would change now, changing nothing.
 
         The deletion itself runs and is rolled back: counting with separate queries would drift from what the
         deletion really takes (the summaries of every day it touches, replies built on it, mentions rewritten).
         """
-        if user_id is not None:
-            work = deletion.delete_member(guild_id=guild_id, user_id=user_id)
-        elif channel_id is not None:
-            work = deletion.delete_channel(guild_id=guild_id, channel_id=channel_id)
-        elif before is not None:
-            work = deletion.delete_before(guild_id=guild_id, before=before)
-        else:
-            work = deletion.delete_guild(guild_id=guild_id)
+        work, _ = _purge_work(guild_id, user_id, channel_id, before)
         await self.flush()
         async with self.sessions() as session:
             transaction = await session.begin()
@@ -763,3 +763,16 @@ class MemoryManager:
 
 def _fields(message: IncomingMessage) -> dict[str, Any]:
     return {name: getattr(message, name) for name in IncomingMessage.__dataclass_fields__}
+
+
+def _purge_work(
+    guild_id: int, user_id: int | None, channel_id: int | None, before: datetime | None
+) -> tuple[Work, str]:
+    """Which deletion `purge` and `deletion_preview` run, and its name for the change log."""
+    if user_id is not None:
+        return deletion.delete_member(guild_id=guild_id, user_id=user_id), "forget_member"
+    if channel_id is not None:
+        return deletion.delete_channel(guild_id=guild_id, channel_id=channel_id), "purge_channel"
+    if before is not None:
+        return deletion.delete_before(guild_id=guild_id, before=before), "purge_before"
+    return deletion.delete_guild(guild_id=guild_id), "purge_guild"
