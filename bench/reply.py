@@ -8,9 +8,9 @@ with a vector, its finished days summarised by the scheduler first), and while q
 members keep writing through the same listener (INGEST msg/s), so the ingest writer and the embedding worker
 run throughout. Bot-side time runs from the gateway event to the reply reaching Discord's HTTP API.
 
-Routes: chat ("hey, how's it going?": the model routes, context + relevant recall, the model answers), "what
-do you know about me?" (fast route), and questions about the past (the model routes, recall packs the evidence,
-the model answers). Reported per route: p50 and p99 of each run, median of the runs with min–max.
+Routes: chat ("just got back from the …, what a day": the model routes, context + relevant recall, the model
+answers), "what do you know about me?" (fast route), and questions about the past (the model routes, recall packs
+the evidence, the model answers). Reported per route: p50 and p99 of each run, median of the runs with min–max.
 
     python -m bench.reply [--messages 100000] [--runs 3] [--questions 60] [--ingest 50]
 """
@@ -179,7 +179,9 @@ async def measure(args: argparse.Namespace, directory: Path) -> None:
             vocab, _ = vocabulary(random.Random(args.seed))
             rng = random.Random(args.seed + 1)
             questions = {
-                "chat": lambda: f"<@{bot.user.id}> hey, how's it going today?",
+                # Not a question: the scripted router sends questions to recall, as a real model would send
+                # this one to chat.
+                "chat": lambda: f"<@{bot.user.id}> just got back from the {rng.choice(vocab[15:800])}, what a day",
                 "what do you know": lambda: f"<@{bot.user.id}> what do you know about me?",
                 "recall question": lambda: (
                     f"<@{bot.user.id}> {p.question}"

@@ -17,7 +17,7 @@ from bot.lifecycle import keep, spawn
 from bot.memory.budget import Section, assemble
 from bot.memory.facts import FactChange
 from bot.memory.manager import MemoryManager
-from bot.memory.recall import Recalled
+from bot.memory.recall import Hit, Recalled
 from bot.text import MENTION
 
 log = logging.getLogger(__name__)
@@ -29,6 +29,7 @@ NOT_ABOUT_ME = (
 )
 Router = Callable[[Request], Awaitable[Decision]]
 Chatter = Callable[[Request, str | None], Awaitable[str]]
+Found = tuple[list[Hit], list[Hit]]  # recall's message and summary hits (MemoryManager.search)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +75,21 @@ class Responder:
         decision = await fast_route(request, self._memory)
         if decision is None and self._router is None and asks(request.text):
             decision = Decision(Route.RECALL)  # no model to tell: a question goes to what was said
-        if decision is None:
-            decision = await self._router(request) if self._router else Decision(Route.CHAT)
+        found: asyncio.Future[Found] | None = None
+        if decision is None and self._router is not None:
+            # Both routes a routed message usually takes (chat, a question) recall from the same search: it
+            # starts now, so a model's routing time hides it; any other route drops it.
+            found = asyncio.ensure_future(
+                self._memory.search(request.guild_id, request.text, channel_id=request.channel_id)
+            )
+            try:
+                decision = await self._router(request)
+            except BaseException:
+                _drop(found)
+                raise
+        decision = decision or Decision(Route.CHAT)
+        if found is not None and decision.route not in {Route.CHAT, Route.RECALL}:
+            _drop(found)
         if decision.needs_subject:
             return Answer(await self._which_one(request, decision), decision.route)
         if decision.route in {Route.REMEMBER, Route.FORGET}:
@@ -87,17 +101,19 @@ class Responder:
             assert subject is not None
             return Answer(await self._about(request, subject), Route.ABOUT, members=frozenset({subject}))
         if decision.route is Route.RECALL:
-            return await self._recall(request)
-        memory, members, quoted = await self._chat_memory(request)
+            return await self._recall(request, found)
+        memory, members, quoted = await self._chat_memory(request, found)
         return Answer(await self._chatter(request, memory), Route.CHAT, members=members, quoted=quoted)
 
-    async def _chat_memory(self, request: Request) -> tuple[str | None, frozenset[int], frozenset[int]]:
+    async def _chat_memory(
+        self, request: Request, found: Awaitable[Found] | None = None
+    ) -> tuple[str | None, frozenset[int], frozenset[int]]:
         """The author's context, the facts of everyone the message mentions, and what recall finds relevant;
         with whose data and which messages that is."""
         parts, members = [], {request.author_id}
         # Recall runs beside the context build and is an extra: past MEMORY_WAIT_SECONDS (a database that is
         # locked or gone) the reply goes on without it, as it goes on without a context that is not ready.
-        recalling_task = asyncio.ensure_future(self._relevant_recall(request))
+        recalling_task = asyncio.ensure_future(self._relevant_recall(request, found))
         try:
             mine = await self._memory.get_memories(request.guild_id, request.author_id)
         except BaseException:
@@ -119,20 +135,22 @@ class Responder:
             quoted |= {t.message_id for s in recalled.snippets for t in s.turns}
         return "\n".join(parts) or None, frozenset(members), frozenset(quoted)
 
-    async def _relevant_recall(self, request: Request) -> Recalled | None:
+    async def _relevant_recall(self, request: Request, found: Awaitable[Found] | None) -> Recalled | None:
         try:
             recalling = self._memory.recollect(
-                request.guild_id, request.text, channel_id=request.channel_id, relevant_only=True
+                request.guild_id, request.text, channel_id=request.channel_id, relevant_only=True, found=found
             )
             return await asyncio.wait_for(recalling, self._memory.settings.memory_wait_seconds)
         except TimeoutError:
             log.warning("recall for a message in guild %s took too long; replying without it", request.guild_id)
             return None
 
-    async def recall_memory(self, request: Request, *, relevant_only: bool = False) -> tuple[str, Recalled]:
+    async def recall_memory(
+        self, request: Request, *, relevant_only: bool = False, found: Awaitable[Found] | None = None
+    ) -> tuple[str, Recalled]:
         """Exactly what the model receives to answer about the past: the asker's facts, then recalled turns."""
         recalled = await self._memory.recollect(
-            request.guild_id, request.text, channel_id=request.channel_id, relevant_only=relevant_only
+            request.guild_id, request.text, channel_id=request.channel_id, relevant_only=relevant_only, found=found
         )
         known = await self._memory.facts(request.guild_id, request.author_id) or ""
         budget = self._memory.settings.context_token_budget + self._memory.settings.recall_token_budget
@@ -142,10 +160,10 @@ class Responder:
         )
         return memory, recalled
 
-    async def _recall(self, request: Request) -> Answer:
+    async def _recall(self, request: Request, found: Awaitable[Found] | None = None) -> Answer:
         """Search the past; with a model, answer from what was found; always cite date, author and link."""
         now = self._memory.now()
-        memory, recalled = await self.recall_memory(request)
+        memory, recalled = await self.recall_memory(request, found=found)
         hits = recalled.hits[:CITED]
         if not hits:
             return Answer("I couldn't find anything about that in what I've kept from this server.", Route.RECALL)
@@ -350,3 +368,9 @@ def _under_way(*, committing: Decision | None = None, found: Answer | None = Non
     if progress is not None:
         progress.committing = committing or progress.committing
         progress.found = found or progress.found
+
+
+def _drop(found: asyncio.Future[Found]) -> None:
+    """A search begun for a route the message did not take: stop it (an error it met is logged, not lost)."""
+    found.cancel()
+    keep(found, name="unneeded recall search")

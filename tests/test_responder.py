@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from bot.conversation import Request, Route
+from bot.conversation import Decision, Request, Route
 from bot.memory.facts_llm import LLMFactsModel
 from bot.memory.manager import MemoryManager
 from bot.model_turns import ModelTurns
@@ -160,3 +162,46 @@ async def test_the_bots_own_mention_reads_as_its_name_in_the_chat_window(memory,
     window = answer.text.split(" | channel: ", 1)[1]
     assert f"@{settings.bot_name} what's the plan for @Bob?" in window
     assert "member" not in window
+
+
+async def test_recall_searches_while_the_model_routes_once_and_stops_for_other_routes(memory):
+    """A routed message's search starts before the route is known; chat and questions use that one search,
+    and a route that needs none (what-do-you-know) stops it."""
+    events: list[str] = []
+    original, hold = memory.search, asyncio.Event()
+
+    async def search(*args, **kwargs):
+        events.append("search")
+        try:
+            if "hold" in args[1]:
+                await hold.wait()  # never set: only a cancellation ends this search
+            return await original(*args, **kwargs)
+        except asyncio.CancelledError:
+            events.append("stopped")
+            raise
+
+    async def router(request):
+        await asyncio.sleep(0)
+        events.append("routing")
+        if "hold" in request.text:
+            return Decision(Route.ABOUT, ALICE)
+        return Decision(Route.RECALL if request.text.endswith("?") else Route.CHAT)
+
+    memory.search = search
+    await memory.ingest_message(message("the lease on the flat ends in june", author=BOB, name="Bob"))
+    await memory.flush()
+    r = Responder(memory, router=router, chatter=lambda request, known: _said(known), policy="anyone")
+    chat = await r.respond(ask("my lease on the flat ends in june too", channel_id=CHANNEL))
+    assert events == ["search", "routing"] and chat.route is Route.CHAT
+    assert "the lease on the flat ends in june" in chat.text  # the search begun before routing fed the chat
+    events.clear()
+    question = await r.respond(ask("when does the lease on the flat end?", channel_id=CHANNEL))
+    assert events == ["search", "routing"] and question.route is Route.RECALL and question.quoted
+    events.clear()
+    about = await r.respond(ask("hold on, what do you know about me"))
+    await asyncio.sleep(0)
+    assert events == ["search", "routing", "stopped"] and about.route is Route.ABOUT
+
+
+async def _said(known: str | None) -> str:
+    return known or ""

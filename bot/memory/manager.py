@@ -476,6 +476,16 @@ class MemoryManager:
         merged.sort(key=lambda h: -h.score)
         return merged[:limit]
 
+    async def search(
+        self, guild_id: int, text: str, *, channel_id: int | None, now: datetime | None = None
+    ) -> tuple[list[Hit], list[Hit]]:
+        """Recall's ranked message and summary hits for a message, before they become snippets (a reply starts
+        this while the model routes the message, and `recollect` finishes it)."""
+        now = now or self.clock.now()
+        zone = self.zone(guild_id)
+        question = await read_question(text, now=now, zone=zone, resolve=partial(self.resolve_all, guild_id))
+        return await self._recall.find(guild_id, question, now=now, zone=zone, here=channel_id)
+
     async def recollect(
         self,
         guild_id: int,
@@ -485,16 +495,15 @@ class MemoryManager:
         budget: int | None = None,
         now: datetime | None = None,
         relevant_only: bool = False,
+        found: Awaitable[tuple[list[Hit], list[Hit]]] | None = None,
     ) -> Recalled:
         """What recall gives the model for a message: snippets around the best hits and summaries, packed.
 
         `relevant_only` (chat): only hits that hold most of the message's words or clearly share its meaning,
-        so a chat about nothing in particular costs nothing.
+        so a chat about nothing in particular costs nothing. `found`: `search` for this message, under way.
         """
-        now = now or self.clock.now()
         zone = self.zone(guild_id)
-        question = await read_question(text, now=now, zone=zone, resolve=partial(self.resolve_all, guild_id))
-        hits, summaries = await self._recall.find(guild_id, question, now=now, zone=zone, here=channel_id)
+        hits, summaries = await (found or self.search(guild_id, text, channel_id=channel_id, now=now))
         if relevant_only:
             hits, summaries = [h for h in hits if h.relevant()], []
         snippets = await self._recall.snippets(guild_id, hits, here=channel_id)
