@@ -26,6 +26,11 @@ log = logging.getLogger(__name__)
 IVF_FROM = 100_000
 NPROBE = 24
 SYNC_SECONDS = 10.0
+# A member with this many vectors keeps their id set (a faiss selector) between searches: building it took
+# 30–230 ms for a member with half of a 1 M-message guild. Vectors added since join it as a small second set
+# until there are REBUILD_AFTER of them in the guild.
+KEEP_SELECTOR_FROM = 20_000
+REBUILD_AFTER = 50_000
 
 
 def quantize(vectors: np.ndarray) -> list[tuple[bytes, float]]:
@@ -76,10 +81,41 @@ class _Guild:
     authors: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     times: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
 
+    # A busy member's selector and how many of `ids` it covers.
+    selectors: dict[int, tuple[faiss.IDSelector, int]] = field(default_factory=dict)
+
     def note(self, ids: np.ndarray, authors: np.ndarray, times: np.ndarray) -> None:
         self.ids = np.concatenate([self.ids, ids])
         self.authors = np.concatenate([self.authors, authors])
         self.times = np.concatenate([self.times, times])
+
+    def keep_selectors_of(self, ids: np.ndarray, authors: np.ndarray) -> None:
+        """Build the busy members' selectors over the first vectors to be noted (in the index's build thread,
+        before the first search)."""
+        members, counts = np.unique(authors, return_counts=True)
+        for author in members[counts >= KEEP_SELECTOR_FROM]:
+            self.selectors[int(author)] = (faiss.IDSelectorBatch(ids[authors == author]), len(ids))
+
+    def of_author(self, author: int) -> tuple[faiss.IDSelector, ...]:
+        """A selector of the member's indexed messages (last), and any it is made of (kept referenced while
+        searching: faiss's composite selectors do not own their parts); empty when they have none."""
+        kept = self.selectors.get(author)
+        if kept is not None and len(self.ids) - kept[1] <= REBUILD_AFTER:
+            base, upto = kept
+            # An edited message's id may be in both sets; a selector is a set, so no np.unique.
+            since = self.ids[upto:][self.authors[upto:] == author]
+            if not len(since):
+                return (base,)
+            extra = faiss.IDSelectorBatch(since)
+            return base, extra, faiss.IDSelectorOr(base, extra)
+        # No np.unique: it sorted half a million ids per question for a busy member (215 ms at 1 M messages).
+        chosen = self.ids[self.authors == author]
+        if not len(chosen):
+            return ()
+        selector = faiss.IDSelectorBatch(chosen)
+        if len(chosen) >= KEEP_SELECTOR_FROM:
+            self.selectors[author] = (selector, len(self.ids))
+        return (selector,)
 
 
 class VectorIndex:
@@ -131,25 +167,26 @@ class VectorIndex:
         if guild.size == 0:
             return []
         params = None
-        if author is not None or window is not None:
-            keep = np.ones(len(guild.ids), dtype=bool)
+        selectors: tuple[faiss.IDSelector, ...] = ()
+        if window is not None:
+            keep = (guild.times >= window[0]) & (guild.times < window[1])
             if author is not None:
                 keep &= guild.authors == author
-            if window is not None:
-                keep &= (guild.times >= window[0]) & (guild.times < window[1])
-            # An edited message's id may be here twice; the selector is a set, so no np.unique (it sorted half a
-            # million ids per question for a busy member: 215 ms at 1 M messages).
-            chosen = guild.ids[keep]
-            if not len(chosen):
+            chosen = guild.ids[keep]  # an edited message's id may be here twice: a selector is a set
+            selectors = (faiss.IDSelectorBatch(chosen),) if len(chosen) else ()
+        elif author is not None:
+            selectors = guild.of_author(author)
+        if author is not None or window is not None:
+            if not selectors:
                 return []
-            selector = faiss.IDSelectorBatch(chosen)
             # faiss's wrapper sets keyword arguments as attributes; its stubs declare no parameters
             params = (
-                faiss.SearchParametersIVF(sel=selector, nprobe=NPROBE * 4)  # type: ignore[call-arg]
+                faiss.SearchParametersIVF(sel=selectors[-1], nprobe=NPROBE * 4)  # type: ignore[call-arg]
                 if guild.trained_at
-                else faiss.SearchParameters(sel=selector)  # type: ignore[call-arg]
+                else faiss.SearchParameters(sel=selectors[-1])  # type: ignore[call-arg]
             )
         scores, ids = guild.index.search(query.reshape(1, -1).astype(np.float32), k, params=params)
+        del selectors  # referenced until the search is over
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0]
 
     async def similarity(self, guild_id: int, query: np.ndarray, message_ids: list[int]) -> dict[int, float]:
@@ -196,15 +233,14 @@ class VectorIndex:
                 rows += batch
         vectors = dequantize([(r.vector, r.scale) for r in rows], self.dim)
         ids = np.array([r.message_id for r in rows], dtype=np.int64)
-        guild = await asyncio.to_thread(self._build, vectors, ids)
-        guild.note(
-            ids, np.array([r.user_id for r in rows], dtype=np.int64), np.array([r.at for r in rows], dtype=np.float64)
-        )
+        authors = np.array([r.user_id for r in rows], dtype=np.int64)
+        guild = await asyncio.to_thread(self._build, vectors, ids, authors)
+        guild.note(ids, authors, np.array([r.at for r in rows], dtype=np.float64))
         guild.cursor = rows[-1].id if rows else 0
         log.debug("vector index of guild %s: %d vectors", guild_id, guild.size)
         return guild
 
-    def _build(self, vectors: np.ndarray, ids: np.ndarray) -> _Guild:
+    def _build(self, vectors: np.ndarray, ids: np.ndarray, authors: np.ndarray) -> _Guild:
         if len(ids) >= IVF_FROM:
             index = _ivf(self.dim, vectors)
             trained = len(ids)
@@ -212,7 +248,9 @@ class VectorIndex:
             index, trained = _exact(self.dim), 0
         if len(ids):
             index.add_with_ids(vectors, ids)
-        return _Guild(index, size=len(ids), trained_at=trained)
+        guild = _Guild(index, size=len(ids), trained_at=trained)
+        guild.keep_selectors_of(ids, authors)
+        return guild
 
     async def _sync(self, guild_id: int, guild: _Guild) -> None:
         """Add what other processes stored since; rebuild when the guild outgrew its index."""

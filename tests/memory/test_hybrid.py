@@ -5,13 +5,16 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
+import numpy as np
 import pytest
 from google import genai
 from google.genai import types
 from sqlalchemy import func, select
 
 from bot.llm.embeddings import GeminiEmbedder
+from bot.memory import vector_index
 from bot.memory.manager import MemoryManager
+from db import recall as recall_rows
 from db.models import MessageVector
 from tests.factories import ALICE, BOB, GUILD, T0, message
 from tests.gemini_stub import GeminiStub
@@ -128,3 +131,33 @@ async def test_a_question_never_waits_for_the_guilds_index_to_be_built(build, st
     assert await fresh.vectors_ready(GUILD) and fresh.vectors.loaded(GUILD)  # built meanwhile, for the next one
     hits = await fresh.recall(GUILD, "when is the exam?", now=T0)
     assert hits[0].text == "my finals are on friday, wish me luck"
+
+
+async def test_a_busy_members_kept_selector_finds_their_messages_and_only_theirs(build, stub, monkeypatch):
+    """A member with many vectors keeps their id set between searches; messages embedded since join it, and it
+    is built again once the guild has grown enough."""
+    monkeypatch.setattr(vector_index, "KEEP_SELECTOR_FROM", 2)
+    memory = await build()
+    await fill(memory)  # Bob: 2 vectors, Ana: 2
+    fresh = await build()  # builds the index from SQL, keeping the busy members' selectors
+    assert await fresh.vectors_ready(GUILD) and fresh.vectors is not None
+    guild = fresh.vectors._guilds[GUILD]
+    assert set(guild.selectors) == {ALICE, BOB}
+    exam = np.array(concept_vector("exam"), dtype=np.float32)
+
+    async def bobs() -> set[str]:
+        found = await fresh.vectors.search(GUILD, exam, 10, author=BOB)
+        async with fresh.sessions() as session:
+            turns = await recall_rows.messages_by_id(session, GUILD, [m for m, _ in found], here=None)
+        return {turn.text for turn in turns}
+
+    assert await bobs() == {"my finals are on friday, wish me luck", "kettle"}
+    for text, author in (("the exam moved to monday", BOB), ("my exam went fine", ALICE)):
+        await fresh.ingest_message(message(text, author=author, at=T0))
+    await fresh.flush()
+    assert fresh.embedding is not None
+    await fresh.embedding.idle()  # embedded here, added to the loaded index: after the selector was kept
+    assert await bobs() == {"my finals are on friday, wish me luck", "kettle", "the exam moved to monday"}
+    monkeypatch.setattr(vector_index, "REBUILD_AFTER", 0)
+    assert await bobs() == {"my finals are on friday, wish me luck", "kettle", "the exam moved to monday"}
+    assert guild.selectors[BOB][1] == len(guild.ids)  # built again, over everything indexed
