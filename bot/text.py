@@ -37,7 +37,8 @@ will with would year years yesterday you your yours yourself yourselves
 
 @lru_cache(maxsize=100_000)
 def stem(word: str) -> str:
-    """The Snowball stem; cached, since the stemmer is pure Python and chat repeats its words all day."""
+    """The Snowball stem; cached, since chat repeats its words all day (PyStemmer's C stemmer behind
+    snowballstemmer takes ~1 µs a word, the pure-Python one 28)."""
     return _STEMMER.stemWord(word)
 
 

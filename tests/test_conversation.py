@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot import text
 from bot.conversation import Request, Route, address, fast_route, third_person
 from bot.memory.names import NameDirectory
 from db.engine import create_session_factory
@@ -145,3 +146,10 @@ async def test_name_directory_on_the_database(engine, settings):
     assert await names.render_all(GUILD, texts) == [await names.render_mentions(GUILD, t) for t in texts]
     rendered = await names.render_mentions(GUILD, f"hi <@{BOB}> and <@!{2**60 + 9}>")
     assert rendered == "hi @Bob and @member " + str(2**60 + 9)[-4:]
+
+
+def test_words_are_stemmed_by_the_c_stemmer():
+    """PyStemmer is a dependency so that snowballstemmer hands out its C stemmer: the same stems, ~23× faster on
+    a word not seen yet (a cold ranking stemmed thousands of words in pure Python)."""
+    assert type(text._STEMMER).__module__ == "Stemmer"
+    assert [text.stem(w) for w in ("allergies", "camping", "moved")] == ["allergi", "camp", "move"]
