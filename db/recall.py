@@ -85,6 +85,7 @@ def _match(scopes: list[str], words: list[str], *, every: bool = False) -> str:
 #   - and the RECENT newest rows holding any of the common words, unranked, after the ranked ones (with only
 #     common words, they are all there is: recency is the one signal left).
 MANY, DEPTH, RECENT, COMMON = 3_000, 1000, 300, 50_000
+CUT = 4  # with up to MANY matches, the best CUT × limit of them are read first (see _cut)
 _CANDIDATE = (
     "SELECT * FROM (SELECT rowid AS id, {rel} AS rel, {cover} AS cover FROM chat_fts "
     "WHERE chat_fts MATCH :{name}{order})"
@@ -184,8 +185,27 @@ async def search_messages(
     """The best `limit` messages by relevance × decay (`since` / `until`: None for no bound)."""
     args = (session, guild_id, terms, user_id, since, until, now, half_life_days, here, limit)
     if session.bind.dialect.name == "sqlite" and since is None and until is None:  # type: ignore[union-attr]
-        return await _search_messages(*args, plan=await _sqlite_plan(session, guild_id, terms, user_id))
+        plan = await _sqlite_plan(session, guild_id, terms, user_id)
+        if (cut := _cut(plan, limit, user_id, half_life_days)) is not None:
+            rows = await _search_messages(*args, plan=cut)
+            if len(rows) >= limit:
+                return rows
+        return await _search_messages(*args, plan=plan)
     return await _search_messages(*args, plan=None)
+
+
+def _cut(plan: Plan, limit: int, user_id: int | None, half_life_days: float) -> Plan | None:
+    """The plan reading only the CUT × `limit` best matches, where that gives the same rows whenever it gives
+    `limit` of them (else the whole plan runs): every match is ranked by bm25 alone (no decay, no other
+    subquery), ties broken as the final order breaks them, and the read scope can only drop rows (a member
+    filter not in the full-text query could drop most of them). Ranking every match is cheap; reading the
+    row of each from chat_history was most of a search (9 of 15 ms for 2,550 matches at 1 M messages)."""
+    if set(plan) != {"m_any"} or half_life_days > 0:
+        return None
+    match, _, cover, rel = plan["m_any"]
+    if user_id is not None and f"scope:u{user_id}" not in match:
+        return None
+    return {"m_any": (match, f" ORDER BY bm25(chat_fts, 0.0, 1.0), rowid DESC LIMIT {CUT * limit}", cover, rel)}
 
 
 async def _search_messages(  # noqa: PLR0917 - one call site, the public function above

@@ -302,3 +302,62 @@ async def test_sqlites_lean_reads_return_what_the_session_path_returns(memory, m
 
 async def _none() -> None:
     return None
+
+
+async def test_reading_only_the_best_matches_first_gives_the_rows_every_match_gives(memory, monkeypatch):
+    """SQLite reads the CUT × limit best matches first: the same rows, in the same order, as reading every
+    match, also when the read scope hides most of the best ones (then every match is read)."""
+    staff = CHANNEL + 1
+    await memory.channels.observe(GUILD, staff, is_private=True)
+    corpus = [
+        (day, author, f"my exam notes from day {day}" if day % 5 == 0 else f"the exam is on day {day}, see you")
+        for day, author in zip(range(1, 41), [ALICE, BOB, CAROL, ALICE] * 10, strict=True)
+    ]
+    corpus += [(day, BOB, "exam notes, exam notes, staff room") for day in range(41, 49)]  # the best, hidden
+    for days, author, text in corpus:
+        channel = staff if "staff room" in text else CHANNEL
+        await memory.ingest_message(message(text, author=author, channel=channel, at=NOW - timedelta(days=days)))
+    await memory.flush()
+    searches = [(None, CHANNEL, 5), (BOB, CHANNEL, 3), (None, CHANNEL, 12), (None, staff, 5), (BOB, staff, 20)]
+
+    async def read():
+        async with memory.sessions() as session:
+            return [
+                [
+                    (r.message_id, r.relevance)
+                    for r in await recall_store.search_messages(
+                        session,
+                        GUILD,
+                        ["exam", "notes"],
+                        user_id=user,
+                        since=None,
+                        until=None,
+                        now=NOW,
+                        half_life_days=0,
+                        here=here,
+                        limit=limit,
+                    )
+                ]
+                for user, here, limit in searches
+            ]
+
+    cut = []
+    original = recall_store._search_messages
+
+    async def counting(*args, plan, **kwargs):
+        rows = await original(*args, plan=plan, **kwargs)
+        if plan is not None and "LIMIT -1" not in plan["m_any"][1]:
+            cut.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(recall_store, "_search_messages", counting)
+    monkeypatch.setattr(recall_store, "CUT", 1)  # the best `limit` matches only: hidden ones leave it short
+    first = await read()
+    if memory.engine.dialect.name != "sqlite":
+        assert not cut
+        return
+    assert cut, "the cut plan was tried"
+    assert min(cut) < 5, "and fell short where the best matches were hidden, so every match was read"
+    monkeypatch.setattr(recall_store, "_cut", lambda *args: None)
+    assert first == await read() and all(first)
+    assert len(first[2]) == 12 and len({m for m, _ in first[2]}) == 12
