@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import random
 import sqlite3
 import tempfile
@@ -135,6 +136,7 @@ async def _questions(
     index_seconds = time.perf_counter() - began
     index = memory.vectors._guilds[GUILD].index  # measuring its size
     per_vector_index = len(faiss.serialize_index(index)) / messages
+    gc.freeze()  # as the bot does once started (bot/app.py): full collections would walk start-up's objects
     responder = Responder(memory, router=None, chatter=_unused, policy="anyone")
     rng = random.Random(seed + 1)
     vocab, _ = vocabulary(random.Random(seed))
