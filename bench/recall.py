@@ -301,7 +301,7 @@ async def measure(args: argparse.Namespace) -> Figures:
                 print(f"MISS {plant.question!r} -> {plant.text!r} ({age and age.label(NOW, 'UTC')})")
                 for h in hits:
                     print(f"    {h.score:.3f} {h.label(NOW, 'UTC')} {h.user_id % 1000} {h.text[:70]!r}")
-            cited = [await recalling.cite(memory, h, NOW) for h in hits]
+            cited = await recalling.cite(memory, hits, NOW)
             context = assemble(
                 [
                     Section("Recalled", items=cited, share=0.5),

@@ -24,12 +24,22 @@ async def find(
     return await memory.recall(request.guild_id, request.text, channel_id=request.channel_id, now=now, limit=limit)
 
 
-async def cite(memory: MemoryManager, hit: Hit, now: datetime) -> str:
-    """'2026-10-03, 7 weeks ago — Bob: “…” <link>' (names rendered, nothing that pings)."""
-    name = await memory.name(hit.guild_id, hit.user_id)
-    body = await memory.render_mentions(hit.guild_id, hit.text, at=False)
-    body = body if len(body) <= SNIPPET_CHARS else body[: SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + "…"
-    when = hit.label(now, memory.zone(hit.guild_id))
-    if hit.kind == "summary":
-        return f"{when} — summary of {name}'s day: {body}"
-    return f"{when} — {name}: “{body}” <{hit.jump_url}>"
+async def cite(memory: MemoryManager, hits: list[Hit], now: datetime) -> list[str]:
+    """'2026-10-03, 7 weeks ago — Bob: “…” <link>' for each hit (names rendered, nothing that pings), with one
+    name lookup for all of them."""
+    if not hits:
+        return []
+    guild_id = hits[0].guild_id
+    names = await memory.display_names(guild_id, {hit.user_id for hit in hits})
+    bodies = await memory.render_all_mentions(guild_id, [hit.text for hit in hits], at=False)
+    zone = memory.zone(guild_id)
+    lines = []
+    for hit, rendered in zip(hits, bodies, strict=True):
+        name = names.get(hit.user_id, f"member {str(hit.user_id)[-4:]}")
+        body = rendered if len(rendered) <= SNIPPET_CHARS else rendered[: SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + "…"
+        when = hit.label(now, zone)
+        if hit.kind == "summary":
+            lines.append(f"{when} — summary of {name}'s day: {body}")
+        else:
+            lines.append(f"{when} — {name}: “{body}” <{hit.jump_url}>")
+    return lines

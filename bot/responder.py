@@ -167,7 +167,7 @@ class Responder:
         hits = recalled.hits[:CITED]
         if not hits:
             return Answer("I couldn't find anything about that in what I've kept from this server.", Route.RECALL)
-        sources = [await recalling.cite(self._memory, hit, now) for hit in hits]
+        sources = await recalling.cite(self._memory, hits, now)
         members = frozenset(t.user_id for s in recalled.snippets for t in s.turns) | {h.user_id for h in hits}
         quoted = frozenset(t.message_id for s in recalled.snippets for t in s.turns)
         listed = "\n".join(f"• {line}" for line in sources)

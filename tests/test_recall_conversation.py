@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
+from bot import recalling
 from bot.conversation import Request, Route, fast_route
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
@@ -135,3 +137,17 @@ async def test_a_paraphrased_question_finds_its_answer_offline(engine, settings,
         assert "my chemistry exam is on the 14th" in received  # no word in common, four months old
     finally:
         await memory.close()
+
+
+async def test_citations_name_every_author_and_render_mentions_without_pings(memory):
+    await memory.ingest_message(
+        message(f"<@{ALICE}> the exam room moved to B12", author=BOB, name="Bob", at=T0 - timedelta(days=3))
+    )
+    await memory.flush()
+    hits = await memory.recall(GUILD, "exam", now=T0, limit=5)
+    stranger = replace(hits[-1], user_id=2**60 + 7777)  # a member whose name was never stored
+    lines = await recalling.cite(memory, [*hits, stranger], T0)
+    assert len(lines) == len(hits) + 1 and len(hits) >= 2 and not any("<@" in line for line in lines)
+    assert any("— Bob: “Ana the exam room moved to B12”" in line for line in lines)
+    assert lines[-1].split(" — ")[1].startswith(f"member {str(stranger.user_id)[-4:]}: “")
+    assert await recalling.cite(memory, [], T0) == []
