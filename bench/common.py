@@ -36,7 +36,8 @@ async def postgres_engine(base_url: str) -> AsyncIterator[AsyncEngine]:
     admin = make_url(base_url).set(drivername="postgresql").render_as_string(hide_password=False)
     conn = await asyncpg.connect(admin, timeout=3)
     await conn.execute(f'CREATE DATABASE "{name}"')
-    engine = create_engine(make_url(base_url).set(database=name).render_as_string(hide_password=False))
+    url = make_url(base_url).set(drivername="postgresql+asyncpg", database=name)  # a plain postgresql:// too
+    engine = create_engine(url.render_as_string(hide_password=False))
     try:
         await upgrade(engine)
         yield engine

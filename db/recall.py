@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from functools import partial
 from typing import Any
 
 from cachetools import TTLCache
@@ -194,6 +195,43 @@ async def search_messages(
     return await _search_messages(*args, plan=None)
 
 
+async def search_with_members(
+    session: AsyncSession,
+    guild_id: int,
+    terms: list[str],
+    members: list[int],
+    *,
+    now: datetime,
+    here: int | None,
+    limit: int,
+    member_limit: int,
+) -> tuple[list[MessageRow], dict[int, list[MessageRow]]]:
+    """Everyone's best `limit` messages for the words and each member's own best `member_limit` (no period, no
+    decay): `search_messages` for everyone and for each member, with one statement where they would rank the
+    same matches. That is on SQLite, for a member whose scope left the full-text query (more than COMMON
+    messages): their search was everyone's again, filtered by the join (~20 ms for 2,500 matches at 1 M)."""
+    search = partial(search_messages, session, guild_id, terms, since=None, until=None, now=now, half_life_days=0)
+    shared: list[int] = []
+    if session.bind.dialect.name == "sqlite" and members:  # type: ignore[union-attr]
+        plan = await _sqlite_plan(session, guild_id, terms, None)
+        shared = [m for m in members if await _sqlite_plan(session, guild_id, terms, m) == plan]
+    own: dict[int, list[MessageRow]] = {}
+    if shared:
+        rows = await _search_messages(
+            session, guild_id, terms, None, None, None, now, 0, here, limit,
+            plan=plan, members=shared, member_limit=member_limit,
+        )  # fmt: skip
+        # In score order, everyone's best `limit` come first, and each member's own best are their first rows.
+        everyone = rows[:limit]
+        own = {m: [r for r in rows if r.user_id == m][:member_limit] for m in shared}
+    else:
+        everyone = await search(user_id=None, here=here, limit=limit)
+    for member in members:
+        if member not in own:
+            own[member] = await search(user_id=member, here=here, limit=member_limit)
+    return everyone, own
+
+
 def _cut(plan: Plan, limit: int, user_id: int | None, half_life_days: float) -> Plan | None:
     """The plan reading only the CUT × `limit` best matches, where that gives the same rows whenever it gives
     `limit` of them (else the whole plan runs): every match is ranked by bm25 alone (no decay, no other
@@ -221,6 +259,8 @@ async def _search_messages(  # noqa: PLR0917 - one call site, the public functio
     limit: int,
     *,
     plan: Plan | None,
+    members: list[int] | None = None,
+    member_limit: int = 0,
 ) -> list[MessageRow]:
     sqlite = session.bind.dialect.name == "sqlite"  # type: ignore[union-attr]
     if plan is not None:
@@ -241,15 +281,29 @@ async def _search_messages(  # noqa: PLR0917 - one call site, the public functio
         match = "c.search @@ q.query" + (" AND c.user_id = :user_id" if user_id is not None else "")
         age = "greatest(0.0, extract(epoch FROM (:now - c.timestamp)) / 86400.0)"
     score = f"{relevance} * exp(-:rate * {age})"
+    columns = f"""c.message_id, c.channel_id, c.user_id, c.message_text, c.timestamp,
+               {relevance} AS relevance, {score} AS score, c.reply_to_id"""
+    where = f"""{match} AND {scoping.where(scoping.MESSAGES, "c")}
+          AND c.timestamp >= :since AND c.timestamp < :until"""
     sql = f"""
-        SELECT c.message_id, c.channel_id, c.user_id, c.message_text, c.timestamp,
-               {relevance} AS relevance, {score} AS score, c.reply_to_id
+        SELECT {columns}
         FROM {source}
-        WHERE {match} AND {scoping.where(scoping.MESSAGES, "c")}
-          AND c.timestamp >= :since AND c.timestamp < :until
+        WHERE {where}
         ORDER BY score DESC, c.message_id DESC
         LIMIT :limit
     """
+    if members:  # everyone's best `limit` and each member's own best `member_limit`, from one ranking
+        order = f"{score} DESC, c.message_id DESC"
+        sql = f"""
+        SELECT message_id, channel_id, user_id, message_text, timestamp, relevance, score, reply_to_id FROM (
+            SELECT {columns},
+                   row_number() OVER (ORDER BY {order}) AS r_all,
+                   row_number() OVER (PARTITION BY c.user_id ORDER BY {order}) AS r_own
+            FROM {source}
+            WHERE {where}
+        ) WHERE r_all <= :limit OR (user_id IN :members AND r_own <= :member_limit)
+        ORDER BY score DESC, message_id DESC
+        """
     query = (
         text(sql)
         .bindparams(
@@ -270,6 +324,9 @@ async def _search_messages(  # noqa: PLR0917 - one call site, the public functio
         "rate": decay_rate(half_life_days),
         "limit": limit,
     }
+    if members:
+        params |= {"members": members, "member_limit": member_limit}
+        query = query.bindparams(_id_list("members"), bindparam("member_limit", type_=Integer()))
     if plan is not None:
         for name, (match_text, *_) in plan.items():
             params[name] = match_text

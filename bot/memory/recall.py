@@ -214,37 +214,26 @@ class Recall:
         # beside it, 7 ms after).
         embedding = await self._embed_question(guild_id, question)
         async with self._sessions() as session:
-            searches = [(user_id, terms, POOL)] + [(m, terms, MEMBER_POOL) for m in members if user_id in (None, m)]
-            for author, words, size in searches:
-                if not words:
-                    continue
-                for row in await store.search_messages(
-                    session,
-                    guild_id,
-                    words,
-                    user_id=author,
-                    since=since,
-                    until=until,
-                    now=now,
-                    half_life_days=0,
-                    here=here,
-                    limit=size,
-                ):
-                    turns[row.message_id] = Turn(
-                        row.message_id, row.channel_id, row.user_id, row.text, row.at, row.reply_to_id
-                    )
-                for s in await store.search_summaries(
-                    session,
-                    guild_id,
-                    words,
-                    user_id=author,
-                    since=_day(since, tz, date.min),
-                    until=_day(until, tz, date.max, after=True),
-                    today=now.astimezone(tz).date(),
-                    half_life_days=0,
-                    limit=20,
-                ):
-                    summaries[(s.user_id, s.day)] = s
+            named = [m for m in members if user_id in (None, m)]
+            if terms:
+                for rows in await self._by_words(session, guild_id, terms, user_id, named, now, here, since, until):
+                    for row in rows:
+                        turns[row.message_id] = Turn(
+                            row.message_id, row.channel_id, row.user_id, row.text, row.at, row.reply_to_id
+                        )
+                for author in [user_id, *named]:
+                    for s in await store.search_summaries(
+                        session,
+                        guild_id,
+                        terms,
+                        user_id=author,
+                        since=_day(since, tz, date.min),
+                        until=_day(until, tz, date.max, after=True),
+                        today=now.astimezone(tz).date(),
+                        half_life_days=0,
+                        limit=20,
+                    ):
+                        summaries[(s.user_id, s.day)] = s
             for member, names in members.items():  # messages about them: their name, or a mention (its id)
                 about = [*sorted(names), str(member)] if options.who else []
                 for row in await store.search_messages(
@@ -292,6 +281,41 @@ class Recall:
         hits = self._rank(guild_id, question, list(turns.values()), cosine, now=now, window=window, members=members)
         summary_hits = self._rank_summaries(guild_id, terms, list(summaries.values()), tz)
         return hits, summary_hits
+
+    @staticmethod
+    async def _by_words(  # noqa: PLR0917 - find's own parts
+        session: AsyncSession,
+        guild_id: int,
+        terms: list[str],
+        user_id: int | None,
+        named: list[int],
+        now: datetime,
+        here: int | None,
+        since: datetime | None,
+        until: datetime | None,
+    ) -> list[list[store.MessageRow]]:
+        """The full-text candidates: the best POOL (of `user_id`, or everyone's) and each named member's own
+        best MEMBER_POOL."""
+        if user_id is None and since is None and until is None:
+            everyone, own = await store.search_with_members(
+                session, guild_id, terms, named, now=now, here=here, limit=POOL, member_limit=MEMBER_POOL
+            )
+            return [everyone, *own.values()]
+        return [
+            await store.search_messages(
+                session,
+                guild_id,
+                terms,
+                user_id=author,
+                since=since,
+                until=until,
+                now=now,
+                half_life_days=0,
+                here=here,
+                limit=size,
+            )
+            for author, size in [(user_id, POOL), *((m, MEMBER_POOL) for m in named)]
+        ]
 
     async def _embed_question(self, guild_id: int, question: Question) -> np.ndarray | None:
         """The question's vector (None: no vectors for this question)."""

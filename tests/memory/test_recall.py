@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import shutil
 from datetime import date, timedelta
+from functools import partial
 
 import pytest
 from sqlalchemy import update
@@ -361,3 +362,53 @@ async def test_reading_only_the_best_matches_first_gives_the_rows_every_match_gi
     monkeypatch.setattr(recall_store, "_cut", lambda *args: None)
     assert first == await read() and all(first)
     assert len(first[2]) == 12 and len({m for m, _ in first[2]}) == 12
+
+
+async def test_busy_members_searches_share_everyones_statement_and_find_the_same(memory, monkeypatch):
+    """A member whose scope left the full-text query (a busy one) is searched in everyone's statement on SQLite:
+    everyone's best and each member's own best are what separate searches find."""
+    await fill(memory)
+    corpus = [(day, [ALICE, BOB, CAROL][day % 3], f"exam trip notes {'exam ' * (day % 4)}{day}") for day in range(30)]
+    await fill(memory, corpus)
+    staff = CHANNEL + 1
+    await memory.channels.observe(GUILD, staff, is_private=True)
+    await memory.ingest_message(message("exam exam exam trip", author=BOB, channel=staff, at=NOW))
+    await memory.flush()
+    statements = []
+    original = recall_store._search_messages
+
+    async def counting(*args, **kwargs):
+        statements.append(kwargs.get("members"))
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(recall_store, "_search_messages", counting)
+
+    async def both(words, members, limit, member_limit):
+        async with memory.sessions() as session:
+            shared = await recall_store.search_with_members(
+                session, GUILD, words, members, now=NOW, here=CHANNEL, limit=limit, member_limit=member_limit
+            )
+            search = partial(
+                recall_store.search_messages, session, GUILD, words, since=None, until=None, now=NOW,
+                half_life_days=0, here=CHANNEL,
+            )  # fmt: skip
+            apart = (
+                await search(user_id=None, limit=limit),
+                {m: await search(user_id=m, limit=member_limit) for m in members},
+            )
+        return shared, apart
+
+    monkeypatch.setattr(recall_store, "COMMON", 1)  # every member "busy", every word said twice "common"
+    recall_store._counts.clear()
+    for words, members, limit, member_limit in (
+        (["exam", "notes"], [BOB], 5, 4),
+        (["exam", "trip", "notes"], [ALICE, CAROL], 3, 6),
+        (["chemistry", "exam"], [BOB, ALICE], 2, 50),
+    ):
+        statements.clear()
+        shared, apart = await both(words, members, limit, member_limit)
+        assert shared == apart and shared[0] and all(shared[1].values())
+        assert all(r.user_id == m for m, rows in shared[1].items() for r in rows)
+        assert "exam exam exam trip" not in {r.text for rows in (shared[0], *shared[1].values()) for r in rows}
+        if memory.engine.dialect.name == "sqlite":
+            assert statements[0] == members  # one statement for everyone and the members
