@@ -108,8 +108,11 @@ def _candidates(plan: Plan) -> str:
 
 
 async def _count_upto(session: AsyncSession, match: str, cap: int) -> int:
-    query = text("SELECT count(*) FROM (SELECT rowid FROM chat_fts WHERE chat_fts MATCH :match LIMIT :cap)")
-    return int(await session.scalar(query, {"match": match, "cap": cap}) or 0)
+    sql = "SELECT count(*) FROM (SELECT rowid FROM chat_fts WHERE chat_fts MATCH :match LIMIT :cap)"
+    params = {"match": match, "cap": cap}
+    if (lean := await _sqlite_rows(session, sql, params)) is not None:  # SQLite is the only caller
+        return int(lean[0][0])
+    return int(await session.scalar(text(sql), params) or 0)
 
 
 async def _count(session: AsyncSession, token: str) -> int:

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -29,6 +29,35 @@ log = logging.getLogger(__name__)
 BATCH = 64
 BACKLOG_BATCH = 256
 IDLE_SECONDS = 2.0
+YIELD_SECONDS = 1.0  # the longest a batch waits for replies under way (a busy guild's embedding still goes on)
+
+
+class Replies:
+    """Recall searches under way: a batch of background embedding waits until there are none (both want the
+    CPU, and a member is waiting on the search), for up to YIELD_SECONDS."""
+
+    def __init__(self) -> None:
+        self._under_way = 0
+        self._quiet = asyncio.Event()
+        self._quiet.set()
+
+    @contextlib.asynccontextmanager
+    async def searching(self) -> AsyncIterator[None]:
+        """Mark a search under way for its duration."""
+        self._under_way += 1
+        self._quiet.clear()
+        try:
+            yield
+        finally:
+            self._under_way -= 1
+            if not self._under_way:
+                self._quiet.set()
+
+    async def quiet(self) -> None:
+        """Return when no search is under way, or after YIELD_SECONDS."""
+        with contextlib.suppress(TimeoutError):  # not wait_for: on 3.11 it can swallow a cancel
+            async with asyncio.timeout(YIELD_SECONDS):
+                await self._quiet.wait()
 
 
 def encoder(embedder: Embedder, task: Task) -> Callable[[list[str]], Awaitable[np.ndarray]]:
@@ -72,8 +101,11 @@ class EmbeddingWorker:
         store_vector: Callable[[MessageVector], Awaitable[None]],
         sessions: async_sessionmaker[AsyncSession],
         flush: Callable[[], Awaitable[None]],
+        *,
+        replies: Replies | None = None,
     ) -> None:
         self._encode = encode
+        self._replies = replies or Replies()
         self._flush = flush  # the backlog is read from SQL: what was embedded must be stored before the next read
         self._index = index
         self._store = store_vector
@@ -132,6 +164,7 @@ class EmbeddingWorker:
                             await self._wake.wait()
                     self._backlog_done = False
                     continue
+                await self._replies.quiet()
                 await self._embed(batch)
             except asyncio.CancelledError:
                 raise

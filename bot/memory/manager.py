@@ -28,7 +28,7 @@ from bot.memory.claims import Claims
 from bot.memory.clock import Clock
 from bot.memory.coherence import ChangeFeed, Generations
 from bot.memory.context import ContextBuilder
-from bot.memory.embedding import EmbeddingWorker, dimensions_of, encoder
+from bot.memory.embedding import EmbeddingWorker, Replies, dimensions_of, encoder
 from bot.memory.export import member_markdown
 from bot.memory.facts import FactChange, FactsModel, FactsStore, Revision
 from bot.memory.facts_llm import LLMFactsModel
@@ -143,12 +143,18 @@ class MemoryManager:
         self._zones: dict[int, str] = {}
         self.vectors: VectorIndex | None = None
         self.embedding: EmbeddingWorker | None = None
+        self.replies = Replies()  # recall searches under way, which background embedding lets go first
         encode_query = None
         self._embedder = embedder
         if embedder is not None:
             self.vectors = VectorIndex(self.sessions, embedder.model, dimensions_of(embedder, settings))
             self.embedding = EmbeddingWorker(
-                encoder(embedder, "RETRIEVAL_DOCUMENT"), self.vectors, self.ingest.put, self.sessions, self.ingest.flush
+                encoder(embedder, "RETRIEVAL_DOCUMENT"),
+                self.vectors,
+                self.ingest.put,
+                self.sessions,
+                self.ingest.flush,
+                replies=self.replies,
             )
             query_encoder = encoder(embedder, "RETRIEVAL_QUERY")
 
@@ -483,8 +489,9 @@ class MemoryManager:
         this while the model routes the message, and `recollect` finishes it)."""
         now = now or self.clock.now()
         zone = self.zone(guild_id)
-        question = await read_question(text, now=now, zone=zone, resolve=partial(self.resolve_all, guild_id))
-        return await self._recall.find(guild_id, question, now=now, zone=zone, here=channel_id)
+        async with self.replies.searching():  # background embedding waits meanwhile
+            question = await read_question(text, now=now, zone=zone, resolve=partial(self.resolve_all, guild_id))
+            return await self._recall.find(guild_id, question, now=now, zone=zone, here=channel_id)
 
     async def recollect(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from datetime import timedelta
 
@@ -12,7 +13,7 @@ from google.genai import types
 from sqlalchemy import func, select
 
 from bot.llm.embeddings import GeminiEmbedder
-from bot.memory import vector_index
+from bot.memory import embedding, vector_index
 from bot.memory.manager import MemoryManager
 from db import recall as recall_rows
 from db.models import MessageVector
@@ -161,3 +162,23 @@ async def test_a_busy_members_kept_selector_finds_their_messages_and_only_theirs
     monkeypatch.setattr(vector_index, "REBUILD_AFTER", 0)
     assert await bobs() == {"my finals are on friday, wish me luck", "kettle", "the exam moved to monday"}
     assert guild.selectors[BOB][1] == len(guild.ids)  # built again, over everything indexed
+
+
+async def test_background_embedding_waits_while_a_recall_search_is_under_way(build, stub, monkeypatch):
+    """Both want the CPU and a member waits on the search: a batch starts only once no search is under way
+    (or after YIELD_SECONDS, so a busy guild's embedding still goes on)."""
+    memory = await build()
+    await fill(memory)
+    assert memory.embedding is not None
+    before = memory.embedding.embedded
+    async with memory.replies.searching():
+        await memory.ingest_message(message("the exam moved to monday", author=BOB, at=T0))
+        await asyncio.sleep(0.3)
+        assert memory.embedding.embedded == before  # waiting for the search
+    await memory.embedding.idle()
+    assert memory.embedding.embedded == before + 1
+    monkeypatch.setattr(embedding, "YIELD_SECONDS", 0.05)
+    async with memory.replies.searching():  # a search that never ends holds nothing up for long
+        await memory.ingest_message(message("my exam went fine", author=ALICE, at=T0))
+        await memory.embedding.idle()
+        assert memory.embedding.embedded == before + 2
