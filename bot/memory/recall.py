@@ -17,6 +17,7 @@ One retrieval path for every reply (questions about the past, and chat):
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 from bisect import bisect_left
@@ -209,10 +210,7 @@ class Recall:
         turns: dict[int, Turn] = {}
         summaries: dict[tuple[int, date], store.SummaryRow] = {}
         tz = ZoneInfo(zone)
-        # The question's vector first, then SQL: encoding holds the GIL most of its ~10 ms, so run beside the
-        # statements it slowed each of their thread hand-overs (at 20 k messages a full-text search took 14 ms
-        # beside it, 7 ms after).
-        embedding = await self._embed_question(guild_id, question)
+        embedding_task = asyncio.ensure_future(self._embed_question(guild_id, question))
         async with self._sessions() as session:
             named = [m for m in members if user_id in (None, m)]
             if terms:
@@ -267,6 +265,7 @@ class Recall:
                             row.message_id,
                             Turn(row.message_id, row.channel_id, row.user_id, row.text, row.at, row.reply_to_id),
                         )
+            embedding = await embedding_task
             cosine = await self._meaning(
                 session,
                 guild_id,
