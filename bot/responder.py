@@ -138,7 +138,12 @@ class Responder:
     async def _relevant_recall(self, request: Request, found: Awaitable[Found] | None) -> Recalled | None:
         try:
             recalling = self._memory.recollect(
-                request.guild_id, request.text, channel_id=request.channel_id, relevant_only=True, found=found
+                request.guild_id,
+                request.text,
+                channel_id=request.channel_id,
+                relevant_only=True,
+                found=found,
+                asked_in=request.message_id,
             )
             return await asyncio.wait_for(recalling, self._memory.settings.memory_wait_seconds)
         except TimeoutError:
@@ -150,7 +155,12 @@ class Responder:
     ) -> tuple[str, Recalled]:
         """Exactly what the model receives to answer about the past: the asker's facts, then recalled turns."""
         recalled = await self._memory.recollect(
-            request.guild_id, request.text, channel_id=request.channel_id, relevant_only=relevant_only, found=found
+            request.guild_id,
+            request.text,
+            channel_id=request.channel_id,
+            relevant_only=relevant_only,
+            found=found,
+            asked_in=request.message_id,
         )
         known = await self._memory.facts(request.guild_id, request.author_id) or ""
         budget = self._memory.settings.context_token_budget + self._memory.settings.recall_token_budget

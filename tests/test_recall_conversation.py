@@ -151,3 +151,17 @@ async def test_citations_name_every_author_and_render_mentions_without_pings(mem
     assert any("— Bob: “Ana the exam room moved to B12”" in line for line in lines)
     assert lines[-1].split(" — ")[1].startswith(f"member {str(stranger.user_id)[-4:]}: “")
     assert await recalling.cite(memory, [], T0) == []
+
+
+async def test_the_question_itself_is_never_its_own_answer(memory):
+    """The asking message is stored before the reply and matches itself best: it is left out of what is cited."""
+    asked = message("did anyone mention a chemistry exam?", author=ALICE, name="Ana", at=T0)
+    await memory.ingest_message(asked)
+    await memory.flush()
+    responder = Responder(memory, router=None, chatter=memory.turns.chat, policy="anyone")
+    request = Request(GUILD, ALICE, asked.content, channel_id=CHANNEL, message_id=asked.message_id)
+    answer = await responder.respond(request)
+    assert answer.route is Route.RECALL
+    cited = [line for line in answer.text.splitlines() if line.startswith("• ")]
+    assert cited and not any(str(asked.message_id) in line for line in cited)
+    assert str(memory.planted.message_id) in cited[0]

@@ -503,14 +503,17 @@ class MemoryManager:
         now: datetime | None = None,
         relevant_only: bool = False,
         found: Awaitable[tuple[list[Hit], list[Hit]]] | None = None,
+        asked_in: int | None = None,
     ) -> Recalled:
         """What recall gives the model for a message: snippets around the best hits and summaries, packed.
 
         `relevant_only` (chat): only hits that hold most of the message's words or clearly share its meaning,
         so a chat about nothing in particular costs nothing. `found`: `search` for this message, under way.
+        `asked_in`: the stored message that asks (it matches itself best and answers nothing).
         """
         zone = self.zone(guild_id)
         hits, summaries = await (found or self.search(guild_id, text, channel_id=channel_id, now=now))
+        hits = [h for h in hits if asked_in is None or h.message_id != asked_in]
         if relevant_only:
             hits, summaries = [h for h in hits if h.relevant()], []
         snippets = await self._recall.snippets(guild_id, hits, here=channel_id)
