@@ -117,7 +117,9 @@ class Responder:
         try:
             mine = await self._memory.get_memories(request.guild_id, request.author_id)
         except BaseException:
-            recalling_task.cancel()
+            recalling_task.cancel()  # which may not have begun to await `found` yet: stop that too
+            if isinstance(found, asyncio.Future):
+                _drop(found)
             raise
         if mine:
             parts.append(mine)

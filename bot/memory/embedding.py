@@ -150,6 +150,8 @@ class EmbeddingWorker:
     async def _run(self) -> None:
         while True:
             try:
+                await self._replies.quiet()  # before taking a batch: a drop while waiting must still reach it
+                epochs = dict(self._epochs)  # a guild dropped from here on: its part of the batch is discarded
                 backlog = not self._pending
                 if backlog:
                     await self._flush()  # what was just embedded must be stored, or it reads as backlog
@@ -164,8 +166,7 @@ class EmbeddingWorker:
                             await self._wake.wait()
                     self._backlog_done = False
                     continue
-                await self._replies.quiet()
-                await self._embed(batch)
+                await self._embed(batch, epochs)
             except asyncio.CancelledError:
                 raise
             except Exception:  # the database or the model may be away for a while: the backlog keeps the work
@@ -177,10 +178,9 @@ class EmbeddingWorker:
             rows = await store.unembedded(session, self._index.model, limit=BACKLOG_BATCH)
         return [Pending(r.message_id, r.guild_id, r.text, r.user_id, r.at.timestamp()) for r in rows]
 
-    async def _embed(self, batch: list[Pending]) -> None:
-        epochs = {p.guild_id: self._epochs.get(p.guild_id, 0) for p in batch}
+    async def _embed(self, batch: list[Pending], epochs: dict[int, int]) -> None:
         vectors = await self._encode([p.text for p in batch])
-        kept = [i for i, p in enumerate(batch) if self._epochs.get(p.guild_id, 0) == epochs[p.guild_id]]
+        kept = [i for i, p in enumerate(batch) if self._epochs.get(p.guild_id, 0) == epochs.get(p.guild_id, 0)]
         if len(kept) < len(batch):
             batch, vectors = [batch[i] for i in kept], vectors[kept]
         for pending, (blob, scale) in zip(batch, quantize(vectors), strict=True):

@@ -517,6 +517,8 @@ class MemoryManager:
         if relevant_only:
             hits, summaries = [h for h in hits if h.relevant()], []
         snippets = await self._recall.snippets(guild_id, hits, here=channel_id)
+        for snippet in snippets:  # the asking message may still come in as a hit's neighbour or reply
+            snippet.turns = [t for t in snippet.turns if asked_in is None or t.message_id != asked_in]
         people = {t.user_id for s in snippets for t in s.turns} | {h.user_id for h in summaries}
         people |= {int(m) for s in snippets for t in s.turns for m in MENTION.findall(t.text)}
         names = await self.names.names(guild_id, people)

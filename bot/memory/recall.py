@@ -211,72 +211,75 @@ class Recall:
         summaries: dict[tuple[int, date], store.SummaryRow] = {}
         tz = ZoneInfo(zone)
         embedding_task = asyncio.ensure_future(self._embed_question(guild_id, question))
-        async with self._sessions() as session:
-            named = [m for m in members if user_id in (None, m)]
-            if terms:
-                for rows in await self._by_words(session, guild_id, terms, user_id, named, now, here, since, until):
-                    for row in rows:
-                        turns[row.message_id] = Turn(
-                            row.message_id, row.channel_id, row.user_id, row.text, row.at, row.reply_to_id
-                        )
-                for author in [user_id, *named]:
-                    for s in await store.search_summaries(
+        try:
+            async with self._sessions() as session:
+                named = [m for m in members if user_id in (None, m)]
+                if terms:
+                    for rows in await self._by_words(session, guild_id, terms, user_id, named, now, here, since, until):
+                        for row in rows:
+                            turns[row.message_id] = Turn(
+                                row.message_id, row.channel_id, row.user_id, row.text, row.at, row.reply_to_id
+                            )
+                    for author in [user_id, *named]:
+                        for s in await store.search_summaries(
+                            session,
+                            guild_id,
+                            terms,
+                            user_id=author,
+                            since=_day(since, tz, date.min),
+                            until=_day(until, tz, date.max, after=True),
+                            today=now.astimezone(tz).date(),
+                            half_life_days=0,
+                            limit=20,
+                        ):
+                            summaries[(s.user_id, s.day)] = s
+                for member, names in members.items():  # messages about them: their name, or a mention (its id)
+                    about = [*sorted(names), str(member)] if options.who else []
+                    for row in await store.search_messages(
                         session,
                         guild_id,
-                        terms,
-                        user_id=author,
-                        since=_day(since, tz, date.min),
-                        until=_day(until, tz, date.max, after=True),
-                        today=now.astimezone(tz).date(),
+                        about,
+                        user_id=None,
+                        since=since,
+                        until=until,
+                        now=now,
                         half_life_days=0,
-                        limit=20,
-                    ):
-                        summaries[(s.user_id, s.day)] = s
-            for member, names in members.items():  # messages about them: their name, or a mention (its id)
-                about = [*sorted(names), str(member)] if options.who else []
-                for row in await store.search_messages(
-                    session,
-                    guild_id,
-                    about,
-                    user_id=None,
-                    since=since,
-                    until=until,
-                    now=now,
-                    half_life_days=0,
-                    here=here,
-                    limit=MEMBER_POOL,
-                ):
-                    turns.setdefault(
-                        row.message_id,
-                        Turn(row.message_id, row.channel_id, row.user_id, row.text, row.at, row.reply_to_id),
-                    )
-            if not terms:  # nothing to search for but who and when: their messages in that time
-                for member in members:
-                    for row in await store.recent_messages(
-                        session,
-                        guild_id,
-                        user_id=member,
                         here=here,
                         limit=MEMBER_POOL,
-                        since=window[0] if window else None,
-                        until=window[1] if window else None,
                     ):
                         turns.setdefault(
                             row.message_id,
                             Turn(row.message_id, row.channel_id, row.user_id, row.text, row.at, row.reply_to_id),
                         )
-            embedding = await embedding_task
-            cosine = await self._meaning(
-                session,
-                guild_id,
-                embedding,
-                turns,
-                here=here,
-                since=since,
-                until=until,
-                members=list(members),
-                window=window,
-            )
+                if not terms:  # nothing to search for but who and when: their messages in that time
+                    for member in members:
+                        for row in await store.recent_messages(
+                            session,
+                            guild_id,
+                            user_id=member,
+                            here=here,
+                            limit=MEMBER_POOL,
+                            since=window[0] if window else None,
+                            until=window[1] if window else None,
+                        ):
+                            turns.setdefault(
+                                row.message_id,
+                                Turn(row.message_id, row.channel_id, row.user_id, row.text, row.at, row.reply_to_id),
+                            )
+                embedding = await embedding_task
+                cosine = await self._meaning(
+                    session,
+                    guild_id,
+                    embedding,
+                    turns,
+                    here=here,
+                    since=since,
+                    until=until,
+                    members=list(members),
+                    window=window,
+                )
+        finally:
+            embedding_task.cancel()  # a failed or cancelled search: the encoding is wanted no more
         hits = self._rank(guild_id, question, list(turns.values()), cosine, now=now, window=window, members=members)
         summary_hits = self._rank_summaries(guild_id, terms, list(summaries.values()), tz)
         return hits, summary_hits

@@ -182,3 +182,24 @@ async def test_background_embedding_waits_while_a_recall_search_is_under_way(bui
         await memory.ingest_message(message("my exam went fine", author=ALICE, at=T0))
         await memory.embedding.idle()
         assert memory.embedding.embedded == before + 2
+
+
+async def test_an_edit_while_embedding_waits_for_a_search_is_embedded_as_edited(build, stub):
+    """A message edited while its batch waits for a search: the vector stored is the edited text's."""
+    memory = await build()
+    await fill(memory)
+    assert memory.embedding is not None
+    typo = message("the exam moved", author=BOB, at=T0)
+    async with memory.replies.searching():
+        await memory.ingest_message(typo)
+        await memory.flush()
+        await asyncio.sleep(0.2)  # the worker waits with the message noted
+        await memory.ingest_edit(typo.message_id, "my kitten is lost", T0, guild_id=GUILD)
+        await memory.flush()
+    await memory.embedding.idle()
+    await memory.flush()
+    async with memory.sessions() as session:
+        stored = await session.scalar(select(MessageVector).where(MessageVector.message_id == typo.message_id))
+    assert stored is not None
+    vector = np.frombuffer(stored.vector, dtype=np.int8)
+    assert int(np.argmax(vector)) == CONCEPTS["kitten"]  # not the exam it said before the edit
