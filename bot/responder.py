@@ -106,7 +106,7 @@ class Responder:
         return Answer(await self._chatter(request, memory), Route.CHAT, members=members, quoted=quoted)
 
     async def _chat_memory(
-        self, request: Request, found: Awaitable[Found] | None = None
+        self, request: Request, found: asyncio.Future[Found] | None = None
     ) -> tuple[str | None, frozenset[int], frozenset[int]]:
         """The author's context, the facts of everyone the message mentions, and what recall finds relevant;
         with whose data and which messages that is."""
@@ -118,7 +118,7 @@ class Responder:
             mine = await self._memory.get_memories(request.guild_id, request.author_id)
         except BaseException:
             recalling_task.cancel()  # which may not have begun to await `found` yet: stop that too
-            if isinstance(found, asyncio.Future):
+            if found is not None:
                 _drop(found)
             raise
         if mine:
@@ -137,26 +137,19 @@ class Responder:
             quoted |= {t.message_id for s in recalled.snippets for t in s.turns}
         return "\n".join(parts) or None, frozenset(members), frozenset(quoted)
 
-    async def _relevant_recall(self, request: Request, found: Awaitable[Found] | None) -> Recalled | None:
+    async def _relevant_recall(self, request: Request, found: asyncio.Future[Found] | None) -> Recalled | None:
         try:
-            recalling = self._memory.recollect(
-                request.guild_id,
-                request.text,
-                channel_id=request.channel_id,
-                relevant_only=True,
-                found=found,
-                asked_in=request.message_id,
-            )
+            recalling = self._recollect(request, found, relevant_only=True)
             return await asyncio.wait_for(recalling, self._memory.settings.memory_wait_seconds)
         except TimeoutError:
             log.warning("recall for a message in guild %s took too long; replying without it", request.guild_id)
             return None
 
-    async def recall_memory(
-        self, request: Request, *, relevant_only: bool = False, found: Awaitable[Found] | None = None
-    ) -> tuple[str, Recalled]:
-        """Exactly what the model receives to answer about the past: the asker's facts, then recalled turns."""
-        recalled = await self._memory.recollect(
+    def _recollect(
+        self, request: Request, found: asyncio.Future[Found] | None, *, relevant_only: bool
+    ) -> Awaitable[Recalled]:
+        """Recall for the request's message, finishing `found` (its search begun while routing) if given."""
+        return self._memory.recollect(
             request.guild_id,
             request.text,
             channel_id=request.channel_id,
@@ -164,6 +157,12 @@ class Responder:
             found=found,
             asked_in=request.message_id,
         )
+
+    async def recall_memory(
+        self, request: Request, *, found: asyncio.Future[Found] | None = None
+    ) -> tuple[str, Recalled]:
+        """Exactly what the model receives to answer about the past: the asker's facts, then recalled turns."""
+        recalled = await self._recollect(request, found, relevant_only=False)
         known = await self._memory.facts(request.guild_id, request.author_id) or ""
         budget = self._memory.settings.context_token_budget + self._memory.settings.recall_token_budget
         memory = assemble(
@@ -172,7 +171,7 @@ class Responder:
         )
         return memory, recalled
 
-    async def _recall(self, request: Request, found: Awaitable[Found] | None = None) -> Answer:
+    async def _recall(self, request: Request, found: asyncio.Future[Found] | None = None) -> Answer:
         """Search the past; with a model, answer from what was found; always cite date, author and link."""
         now = self._memory.now()
         memory, recalled = await self.recall_memory(request, found=found)

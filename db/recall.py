@@ -204,18 +204,25 @@ async def search_with_members(
     terms: list[str],
     members: list[int],
     *,
+    user_id: int | None,
+    since: datetime | None,
+    until: datetime | None,
     now: datetime,
     here: int | None,
     limit: int,
     member_limit: int,
 ) -> tuple[list[MessageRow], dict[int, list[MessageRow]]]:
-    """Everyone's best `limit` messages for the words and each member's own best `member_limit` (no period, no
-    decay): `search_messages` for everyone and for each member, with one statement where they would rank the
-    same matches. That is on SQLite, for a member whose scope left the full-text query (more than COMMON
-    messages): their search was everyone's again, filtered by the join (~20 ms for 2,500 matches at 1 M)."""
-    search = partial(search_messages, session, guild_id, terms, since=None, until=None, now=now, half_life_days=0)
+    """The best `limit` messages for the words (of `user_id`, or everyone's) and each member's own best
+    `member_limit` (no decay): `search_messages` for each, with one statement where they would rank the same
+    matches. That is on SQLite, without a period, for everyone's search and a member whose scope left the
+    full-text query (more than COMMON messages): their search was everyone's again, filtered by the join
+    (~20 ms for 2,500 matches at 1 M)."""
+    search = partial(
+        search_messages, session, guild_id, terms, since=since, until=until, now=now, half_life_days=0, here=here
+    )
     shared: list[int] = []
-    if session.bind.dialect.name == "sqlite" and members:  # type: ignore[union-attr]
+    sqlite = session.bind.dialect.name == "sqlite"  # type: ignore[union-attr]
+    if sqlite and members and user_id is None and since is None and until is None:
         plan = await _sqlite_plan(session, guild_id, terms, None)
         shared = [m for m in members if await _sqlite_plan(session, guild_id, terms, m) == plan]
     own: dict[int, list[MessageRow]] = {}
@@ -228,10 +235,10 @@ async def search_with_members(
         everyone = rows[:limit]
         own = {m: [r for r in rows if r.user_id == m][:member_limit] for m in shared}
     else:
-        everyone = await search(user_id=None, here=here, limit=limit)
+        everyone = await search(user_id=user_id, limit=limit)
     for member in members:
         if member not in own:
-            own[member] = await search(user_id=member, here=here, limit=member_limit)
+            own[member] = await search(user_id=member, limit=member_limit)
     return everyone, own
 
 

@@ -215,7 +215,12 @@ class Recall:
             async with self._sessions() as session:
                 named = [m for m in members if user_id in (None, m)]
                 if terms:
-                    for rows in await self._by_words(session, guild_id, terms, user_id, named, now, here, since, until):
+                    # The best POOL (of `user_id`, or everyone's) and each named member's own best MEMBER_POOL.
+                    everyone, own = await store.search_with_members(
+                        session, guild_id, terms, named, user_id=user_id, since=since, until=until, now=now,
+                        here=here, limit=POOL, member_limit=MEMBER_POOL,
+                    )  # fmt: skip
+                    for rows in [everyone, *own.values()]:
                         for row in rows:
                             turns[row.message_id] = Turn(
                                 row.message_id, row.channel_id, row.user_id, row.text, row.at, row.reply_to_id
@@ -283,41 +288,6 @@ class Recall:
         hits = self._rank(guild_id, question, list(turns.values()), cosine, now=now, window=window, members=members)
         summary_hits = self._rank_summaries(guild_id, terms, list(summaries.values()), tz)
         return hits, summary_hits
-
-    @staticmethod
-    async def _by_words(  # noqa: PLR0917 - find's own parts
-        session: AsyncSession,
-        guild_id: int,
-        terms: list[str],
-        user_id: int | None,
-        named: list[int],
-        now: datetime,
-        here: int | None,
-        since: datetime | None,
-        until: datetime | None,
-    ) -> list[list[store.MessageRow]]:
-        """The full-text candidates: the best POOL (of `user_id`, or everyone's) and each named member's own
-        best MEMBER_POOL."""
-        if user_id is None and since is None and until is None:
-            everyone, own = await store.search_with_members(
-                session, guild_id, terms, named, now=now, here=here, limit=POOL, member_limit=MEMBER_POOL
-            )
-            return [everyone, *own.values()]
-        return [
-            await store.search_messages(
-                session,
-                guild_id,
-                terms,
-                user_id=author,
-                since=since,
-                until=until,
-                now=now,
-                half_life_days=0,
-                here=here,
-                limit=size,
-            )
-            for author, size in [(user_id, POOL), *((m, MEMBER_POOL) for m in named)]
-        ]
 
     async def _embed_question(self, guild_id: int, question: Question) -> np.ndarray | None:
         """The question's vector (None: no vectors for this question)."""

@@ -386,8 +386,9 @@ async def test_busy_members_searches_share_everyones_statement_and_find_the_same
     async def both(words, members, limit, member_limit):
         async with memory.sessions() as session:
             shared = await recall_store.search_with_members(
-                session, GUILD, words, members, now=NOW, here=CHANNEL, limit=limit, member_limit=member_limit
-            )
+                session, GUILD, words, members, user_id=None, since=None, until=None, now=NOW, here=CHANNEL,
+                limit=limit, member_limit=member_limit,
+            )  # fmt: skip
             search = partial(
                 recall_store.search_messages, session, GUILD, words, since=None, until=None, now=NOW,
                 half_life_days=0, here=CHANNEL,
