@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import or_, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models import MemberName
@@ -35,21 +35,9 @@ async def store(
     )
 
 
-async def matching(session: AsyncSession, guild_id: int, keys: list[str]) -> dict[int, tuple[str, str | None]]:
-    """Members whose display name or username folds to one of `keys`: user id -> (display name, username)."""
+async def all_names(session: AsyncSession, guild_id: int) -> dict[int, tuple[str, str | None]]:
+    """Every stored member name of a guild: user id -> (display name, username)."""
     rows = await session.execute(
-        select(MemberName.user_id, MemberName.display_name, MemberName.username).where(
-            MemberName.guild_id == guild_id, or_(MemberName.display_key.in_(keys), MemberName.username_key.in_(keys))
-        )
+        select(MemberName.user_id, MemberName.display_name, MemberName.username).where(MemberName.guild_id == guild_id)
     )
     return {user_id: (display, username) for user_id, display, username in rows}
-
-
-async def display_names(session: AsyncSession, guild_id: int, user_ids: set[int]) -> dict[int, str]:
-    """Display names of those members that have one stored."""
-    rows = await session.execute(
-        select(MemberName.user_id, MemberName.display_name).where(
-            MemberName.guild_id == guild_id, MemberName.user_id.in_(user_ids)
-        )
-    )
-    return {user_id: name for user_id, name in rows}

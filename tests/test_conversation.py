@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
+from sqlalchemy import text as sql
 
 from bot import text
 from bot.conversation import Request, Route, address, fast_route, third_person
@@ -13,6 +16,7 @@ from tests.factories import ALICE, BOB, GUILD, message
 BOT = 2**60 + 7
 CAROL = 2**60 + 1003
 CAROL2 = 2**60 + 1004
+T0 = datetime(2026, 11, 20, tzinfo=UTC)
 
 
 class Names:
@@ -146,6 +150,74 @@ async def test_name_directory_on_the_database(engine, settings):
     assert await names.render_all(GUILD, texts) == [await names.render_mentions(GUILD, t) for t in texts]
     rendered = await names.render_mentions(GUILD, f"hi <@{BOB}> and <@!{2**60 + 9}>")
     assert rendered == "hi @Bob and @member " + str(2**60 + 9)[-4:]
+
+
+async def test_names_are_read_once_per_guild_and_follow_writes_drops_and_other_processes(engine, settings):
+    """A reply resolves and renders names from memory (no statement); a name noted here is there at once, one
+    another process stored appears within BOOK_SECONDS, and a dropped member's name is gone at once."""
+    from sqlalchemy import event
+
+    from bot.memory.names import BOOK_SECONDS
+    from db import names as name_rows
+
+    sessions = create_session_factory(engine)
+    now = [0.0]
+    names = NameDirectory(sessions, timer=lambda: now[0])
+    async with sessions() as session, session.begin():
+        await name_rows.store(session, GUILD, BOB, "Bob", "bob_b", at=T0)
+        await name_rows.store(session, GUILD + 1, CAROL, "Carol", None, at=T0)
+    statements: list[str] = []
+
+    def count(conn, cursor, statement, *args):
+        statements.append(statement)
+
+    event.listen(engine.sync_engine, "before_cursor_execute", count)
+    try:
+        assert await names.resolve(GUILD, "bob_B") == [BOB]
+        assert len(statements) == 1  # the guild's names, read once
+        assert await names.resolve_all(GUILD, ["Bob", "Carol"]) == {"Bob": [BOB], "Carol": []}  # not another guild's
+        assert await names.names(GUILD, {BOB, CAROL}) == {BOB: "Bob"}
+        assert len(statements) == 1
+        names.note(GUILD, CAROL2, "Caro", None)  # seen in a message: not in SQL yet
+        assert await names.resolve(GUILD, "caro") == [CAROL2]
+        names.note(GUILD, BOB, "Robert", "bob_b")  # renamed: the old name no longer finds him
+        assert await names.resolve_all(GUILD, ["bob", "robert"]) == {"bob": [], "robert": [BOB]}
+        assert len(statements) == 1
+        async with sessions() as session, session.begin():  # another process stores a member
+            await name_rows.store(session, GUILD, ALICE, "Alice", None, at=T0)
+        assert await names.resolve(GUILD, "alice") == []  # not seen yet...
+        now[0] += BOOK_SECONDS + 1
+        assert await names.resolve(GUILD, "alice") == [ALICE]  # ...and seen once the book was read again
+        assert await names.resolve(GUILD, "robert") == [BOB]  # noted here, still the newest name
+        async with sessions() as session, session.begin():
+            await session.execute(sql("DELETE FROM member_names WHERE user_id = :u"), {"u": ALICE})
+        names.drop(GUILD, ALICE)  # a forgotten member: gone at once, not after the book's time
+        assert await names.resolve(GUILD, "alice") == []
+        assert await names.names(GUILD, {ALICE}) == {}
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", count)
+
+
+async def test_a_book_read_while_its_guild_was_dropped_is_not_kept(engine, monkeypatch):
+    from db import names as name_rows
+
+    sessions = create_session_factory(engine)
+    names = NameDirectory(sessions)
+    async with sessions() as session, session.begin():
+        await name_rows.store(session, GUILD, BOB, "Bob", None, at=T0)
+    read = name_rows.all_names
+
+    async def slow_read(session, guild_id):
+        found = await read(session, guild_id)
+        names.drop(GUILD, BOB)  # a purge lands while the names are being read
+        return found
+
+    monkeypatch.setattr(name_rows, "all_names", slow_read)
+    assert await names.resolve(GUILD, "bob") == [BOB]  # this reply read before the purge
+    monkeypatch.setattr(name_rows, "all_names", read)
+    async with sessions() as session, session.begin():
+        await session.execute(sql("DELETE FROM member_names WHERE user_id = :u"), {"u": BOB})
+    assert await names.resolve(GUILD, "bob") == []  # the next one reads again
 
 
 def test_words_are_stemmed_by_the_c_stemmer():

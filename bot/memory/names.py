@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from datetime import datetime
 
-from cachetools import LRUCache
+from cachetools import LRUCache, TTLCache
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.memory.caches import drop_entries
@@ -14,22 +15,59 @@ from db import names as store
 from db.names import fold
 
 __all__ = ["MENTION", "NameDirectory"]
+Known = tuple[str, str | None]  # display name, username
+BOOK_SECONDS = 120  # names another process stored (an import, a second bot on PostgreSQL) show up within this
+BOOKS = 256  # guilds whose names are held in memory at once
+
+
+class _Book:
+    """One guild's names as read from `member_names`, with what was noted since, and its lookup index."""
+
+    def __init__(self, known: dict[int, Known]) -> None:
+        self.known = known
+        self._index: dict[str, list[int]] | None = None
+
+    def set(self, user_id: int, name: Known) -> None:
+        self.known[user_id] = name
+        self._index = None
+
+    def lookup(self, key: str) -> list[int]:
+        if self._index is None:
+            index: dict[str, set[int]] = {}
+            for user_id, names in self.known.items():
+                for name in names:
+                    if name and (folded := fold(name)):
+                        index.setdefault(folded, set()).add(user_id)
+            self._index = {key: sorted(ids) for key, ids in index.items()}
+        return self._index.get(key, [])
 
 
 class NameDirectory:
     """Looks members up by name in `member_names` (kept current by ingestion).
 
-    Ingestion is write-behind, so names seen in the last moments may not be in SQL yet: `note` keeps
-    them in a small LRU overlay that answers first.
+    A guild's names are read once into memory (one statement, then none while replies resolve and render
+    names) and kept BOOK_SECONDS; ingestion is write-behind, so names seen in the last moments may not be in
+    SQL yet: `note` keeps them in a small LRU overlay too, which a book read later takes over. A purge or a
+    forgotten member drops the guild's book (`drop`), here and, through the change feed, in other processes.
     """
 
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], *, recent: int = 10_000) -> None:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        *,
+        recent: int = 10_000,
+        timer: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._sessions = sessions
-        self._recent: LRUCache[tuple[int, int], tuple[str, str | None]] = LRUCache(maxsize=recent)
+        self._recent: LRUCache[tuple[int, int], Known] = LRUCache(maxsize=recent)
+        self._books: TTLCache[int, _Book] = TTLCache(maxsize=BOOKS, ttl=BOOK_SECONDS, timer=timer)
+        self._generation: dict[int, int] = {}  # per guild: a book read while it moved is not kept
 
     def note(self, guild_id: int, user_id: int, display_name: str, username: str | None) -> None:
         """Remember the name a member was just seen with."""
         self._recent[(guild_id, user_id)] = (display_name, username)
+        if (book := self._books.get(guild_id)) is not None:
+            book.set(user_id, (display_name, username))
 
     async def store(
         self, guild_id: int, user_id: int, display_name: str, username: str | None, *, at: datetime
@@ -41,37 +79,41 @@ class NameDirectory:
     def drop(self, guild_id: int, user_id: int | None = None) -> None:
         """Forget cached names of a member, or of a whole guild (after a purge)."""
         drop_entries(self._recent, guild_id, user_id)
+        self._books.pop(guild_id, None)
+        self._generation[guild_id] = self._generation.get(guild_id, 0) + 1
+
+    async def _book(self, guild_id: int) -> _Book:
+        if (book := self._books.get(guild_id)) is not None:
+            return book
+        generation = self._generation.get(guild_id, 0)
+        async with self._sessions() as session:
+            known = await store.all_names(session, guild_id)
+        book = _Book(known)
+        for (guild, user_id), name in list(self._recent.items()):
+            if guild == guild_id:
+                book.set(user_id, name)  # noted since (or not yet written): the newest name wins
+        if self._generation.get(guild_id, 0) == generation:  # nothing was dropped while it was read
+            self._books[guild_id] = book
+        return book
 
     async def resolve(self, guild_id: int, name: str) -> list[int]:
         """User IDs whose display name or username equals `name` (case-insensitive); several = ambiguous."""
         return (await self.resolve_all(guild_id, [name])).get(name, [])
 
     async def resolve_all(self, guild_id: int, names: list[str]) -> dict[str, list[int]]:
-        """`resolve` of several names (the words of a question) with one statement: name -> user IDs."""
+        """`resolve` of several names (the words of a question): name -> user IDs."""
         wanted = {name: fold(name.strip().lstrip("@")) for name in names}
-        keys = sorted({key for key in wanted.values() if key})
-        if not keys:
+        if not any(wanted.values()):
             return {}
-        async with self._sessions() as session:
-            stored = await store.matching(session, guild_id, keys)
-        for (guild, user_id), known in self._recent.items():
-            if guild == guild_id:
-                stored[user_id] = known  # the newest name wins, also when it no longer matches
-        folded = {user_id: {fold(n) for n in known if n} for user_id, known in stored.items()}
-        return {
-            name: sorted(u for u, keys_of in folded.items() if key in keys_of) for name, key in wanted.items() if key
-        }
+        book = await self._book(guild_id)
+        return {name: book.lookup(key) for name, key in wanted.items() if key}
 
     async def names(self, guild_id: int, user_ids: set[int]) -> dict[int, str]:
         """Display names for `user_ids`; unknown IDs are left out."""
         if not user_ids:
             return {}
-        found = {u: self._recent[(guild_id, u)][0] for u in user_ids if (guild_id, u) in self._recent}
-        missing = user_ids - found.keys()
-        if missing:
-            async with self._sessions() as session:
-                found.update(await store.display_names(session, guild_id, missing))
-        return found
+        known = (await self._book(guild_id)).known
+        return {u: known[u][0] for u in user_ids if u in known}
 
     async def name(self, guild_id: int, user_id: int) -> str:
         """One display name, or a neutral placeholder that never pings."""
