@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import threading
+
 import numpy as np
 import pytest
 
@@ -31,3 +35,22 @@ def test_the_graph_matches_the_numpy_reference_one_text_at_a_time_and_in_padded_
         np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
     # Not a constant: different texts get clearly different vectors.
     assert float(alone[0] @ alone[2]) < 0.9
+
+
+@pytest.mark.skipif(not hasattr(os, "setpriority"), reason="per-thread CPU priority is a Linux feature")
+async def test_documents_are_embedded_at_the_lowest_cpu_priority_and_questions_are_not() -> None:
+    """Background embedding must not take the CPU a reply's question encoding and SQL need."""
+    from bot.llm.local_embedder import BACKGROUND_NICE, LocalEmbedder
+
+    def nice() -> int:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    embedder = LocalEmbedder()
+    try:
+        loop = asyncio.get_running_loop()
+        documents = await loop.run_in_executor(embedder._thread, nice)
+        questions = await loop.run_in_executor(embedder._query_thread, nice)
+    finally:
+        embedder.close()
+    assert documents == BACKGROUND_NICE
+    assert questions == os.getpriority(os.PRIO_PROCESS, 0) < BACKGROUND_NICE
