@@ -107,19 +107,32 @@ def _candidates(plan: Plan) -> str:
     )
 
 
-async def _count_upto(session: AsyncSession, match: str, cap: int) -> int:
-    sql = "SELECT count(*) FROM (SELECT rowid FROM chat_fts WHERE chat_fts MATCH :match LIMIT :cap)"
-    params = {"match": match, "cap": cap}
-    if (lean := await _sqlite_rows(session, sql, params)) is not None:  # SQLite is the only caller
-        return int(lean[0][0])
-    return int(await session.scalar(text(sql), params) or 0)
+async def _count_all(session: AsyncSession, tokens: list[str]) -> None:
+    """Count (up to COMMON + 1) the rows holding each word or scope token not counted lately, in one statement,
+    into the cache (counts change slowly; they only choose the plan, never which rows may be read)."""
+    url = str(session.bind.url)  # type: ignore[union-attr]
+    missing = sorted({t for t in tokens if (url, t) not in _counts})
+    if not missing:
+        return
+    columns = ", ".join(
+        f"(SELECT count(*) FROM (SELECT rowid FROM chat_fts WHERE chat_fts MATCH :t{i} LIMIT :cap))"
+        for i in range(len(missing))
+    )
+    params: dict[str, object] = {f"t{i}": token for i, token in enumerate(missing)} | {"cap": COMMON + 1}
+    if (lean := await _sqlite_rows(session, f"SELECT {columns}", params)) is not None:  # SQLite is the only caller
+        counts = lean[0]
+    else:
+        counts = (await session.execute(text(f"SELECT {columns}"), params)).one()
+    for token, count in zip(missing, counts, strict=True):
+        _counts[(url, token)] = int(count)
 
 
 async def _count(session: AsyncSession, token: str) -> int:
     """How many rows hold this word or scope token, up to COMMON + 1 (cached: it changes slowly)."""
     key = (str(session.bind.url), token)  # type: ignore[union-attr]
     if (count := _counts.get(key)) is None:
-        count = _counts[key] = await _count_upto(session, token, COMMON + 1)
+        await _count_all(session, [token])
+        count = _counts.get(key, COMMON + 1)  # expired at once (a full cache): treated as common
     return count
 
 
@@ -146,8 +159,9 @@ async def _sqlite_plan(session: AsyncSession, guild_id: int, terms: list[str], u
     scopes = ([f"scope:g{guild_id}"] if await _shared_database(session, guild_id) else []) + (
         [f"scope:u{user_id}"] if user_id is not None else []
     )
-    scopes = [s for s in scopes if not await _common(session, s)]
     words = [f'body:"{t}"' for t in terms]
+    await _count_all(session, scopes + words)
+    scopes = [s for s in scopes if not await _common(session, s)]
     rare = [w for w in words if not await _common(session, w)]
     if not rare:
         return {"m_common": (_match(scopes, words), f" ORDER BY rowid DESC LIMIT {RECENT}", 1 / len(words), "1.0")}
@@ -223,6 +237,7 @@ async def search_with_members(
     shared: list[int] = []
     sqlite = session.bind.dialect.name == "sqlite"  # type: ignore[union-attr]
     if sqlite and members and user_id is None and since is None and until is None:
+        await _count_all(session, [f"scope:u{m}" for m in members] + [f'body:"{t}"' for t in terms])
         plan = await _sqlite_plan(session, guild_id, terms, None)
         shared = [m for m in members if await _sqlite_plan(session, guild_id, terms, m) == plan]
     own: dict[int, list[MessageRow]] = {}

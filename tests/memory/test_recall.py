@@ -413,3 +413,43 @@ async def test_busy_members_searches_share_everyones_statement_and_find_the_same
         assert "exam exam exam trip" not in {r.text for rows in (shared[0], *shared[1].values()) for r in rows}
         if memory.engine.dialect.name == "sqlite":
             assert statements[0] == members  # one statement for everyone and the members
+
+
+async def test_words_and_members_not_counted_lately_are_counted_in_one_statement(memory, monkeypatch):
+    """The plan's counts (how common each word and member is) cost one statement per search, not one each; the
+    plan they choose finds what separately counted plans find."""
+    if memory.engine.dialect.name != "sqlite":
+        pytest.skip("the counts choose SQLite's full-text plan")
+    await fill(memory)
+    recall_store._counts.clear()
+    counted: list[str] = []
+    original = recall_store._sqlite_rows
+
+    async def watching(session, sql, params):
+        if "count(*)" in sql:
+            counted.append(sql)
+        return await original(session, sql, params)
+
+    monkeypatch.setattr(recall_store, "_sqlite_rows", watching)
+    words = ["exam", "trip", "pizza", "lisbon"]
+    async with memory.sessions() as session:
+        together = await recall_store.search_with_members(
+            session, GUILD, words, [ALICE, BOB], user_id=None, since=None, until=None, now=NOW, here=CHANNEL,
+            limit=5, member_limit=5,
+        )  # fmt: skip
+        assert len(counted) <= 2  # the guild's scope (a shared file) may take its own, once
+        assert len([s for s in counted if s.count("MATCH") >= len(words) + 2]) == 1
+        counted.clear()
+        again = await recall_store.search_with_members(
+            session, GUILD, words, [ALICE, BOB], user_id=None, since=None, until=None, now=NOW, here=CHANNEL,
+            limit=5, member_limit=5,
+        )  # fmt: skip
+        assert counted == []  # counted lately: no statement
+        recall_store._counts.clear()
+        for token in [f"scope:u{ALICE}", f"scope:u{BOB}", *(f'body:"{w}"' for w in words)]:
+            await recall_store._count(session, token)  # one by one, as before
+        apart = await recall_store.search_with_members(
+            session, GUILD, words, [ALICE, BOB], user_id=None, since=None, until=None, now=NOW, here=CHANNEL,
+            limit=5, member_limit=5,
+        )  # fmt: skip
+    assert together == again == apart and together[0]
