@@ -163,7 +163,7 @@ class Responder:
     ) -> tuple[str, Recalled]:
         """Exactly what the model receives to answer about the past: the asker's facts, then recalled turns."""
         recalled = await self._recollect(request, found, relevant_only=False)
-        known = await self._memory.facts(request.guild_id, request.author_id) or ""
+        known = await self._memory.fact_store.cached_facts(request.guild_id, request.author_id) or ""
         budget = self._memory.settings.context_token_budget + self._memory.settings.recall_token_budget
         memory = assemble(
             [Section("Facts", known, guaranteed=True), Section("Recalled conversation", recalled.text, share=1.0)],

@@ -415,11 +415,10 @@ async def test_busy_members_searches_share_everyones_statement_and_find_the_same
             assert statements[0] == members  # one statement for everyone and the members
 
 
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the counts choose SQLite's full-text plan
 async def test_words_and_members_not_counted_lately_are_counted_in_one_statement(memory, monkeypatch):
     """The plan's counts (how common each word and member is) cost one statement per search, not one each; the
     plan they choose finds what separately counted plans find."""
-    if memory.engine.dialect.name != "sqlite":
-        pytest.skip("the counts choose SQLite's full-text plan")
     await fill(memory)
     recall_store._counts.clear()
     counted: list[str] = []
