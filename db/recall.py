@@ -141,6 +141,12 @@ async def _common(session: AsyncSession, token: str) -> bool:
     return await _count(session, token) > COMMON
 
 
+async def _matches(session: AsyncSession, terms: list[str]) -> int:
+    """At most how many rows the words not common hold (their counts, taken by the plan just before)."""
+    counts = [await _count(session, f'body:"{t}"') for t in terms]
+    return sum(c for c in counts if c <= COMMON)
+
+
 async def _shared_database(session: AsyncSession, guild_id: int) -> bool:
     """Whether another guild has messages here: two index lookups, cached for a while (the answer only narrows
     the full-text query; the join's guild filter is what keeps guilds apart)."""
@@ -204,7 +210,10 @@ async def search_messages(
     args = (session, guild_id, terms, user_id, since, until, now, half_life_days, here, limit)
     if session.bind.dialect.name == "sqlite" and since is None and until is None:  # type: ignore[union-attr]
         plan = await _sqlite_plan(session, guild_id, terms, user_id)
-        if (cut := _cut(plan, limit, user_id, half_life_days)) is not None:
+        # With no more matches than the cut reads, it would read them all, and a short answer would be read again.
+        if (cut := _cut(plan, limit, user_id, half_life_days)) is not None and await _matches(
+            session, terms
+        ) > CUT * limit:
             rows = await _search_messages(*args, plan=cut)
             if len(rows) >= limit:
                 return rows
@@ -379,44 +388,24 @@ async def search_summaries(
     guild_id: int,
     terms: list[str],
     *,
-    user_id: int | None,
+    authors: list[int | None],
     since: date,
     until: date,
     today: date,
     half_life_days: float,
     limit: int,
-) -> list[SummaryRow]:
-    """The best `limit` daily summaries by relevance × decay (age counted in whole days)."""
+) -> dict[int | None, list[SummaryRow]]:
+    """Each author's best `limit` daily summaries by relevance × decay (None: anyone's; age counted in whole
+    days), all in one statement."""
     sqlite = session.bind.dialect.name == "sqlite"  # type: ignore[union-attr]
     if sqlite:
         source = "summary_fts CROSS JOIN daily_summaries AS s ON s.id = summary_fts.rowid"
         relevance = "-bm25(summary_fts, 0.0, 1.0)"
-        match = "summary_fts MATCH :match"
         age = "max(0.0, julianday(:today) - julianday(s.day))"
     else:
         source = "daily_summaries AS s, websearch_to_tsquery('english', :words) AS q(query)"
         relevance = "ts_rank(s.search, q.query, 1)"
-        match = "s.search @@ q.query" + (" AND s.user_id = :user_id" if user_id is not None else "")
         age = "greatest(0, :today - s.day)"
-    query = (
-        text(f"""
-        SELECT s.user_id, s.day, s.summary, {relevance} AS relevance, {relevance} * exp(-:rate * {age}) AS score
-        FROM {source}
-        WHERE {match} AND {scoping.where(scoping.DERIVED, "s")}
-          AND s.day >= :since AND s.day < :until AND s.summary != ''
-        ORDER BY score DESC, s.day DESC, s.user_id
-        LIMIT :limit
-    """)
-        .bindparams(
-            bindparam("since", type_=Date()),
-            bindparam("until", type_=Date()),
-            bindparam("today", type_=Date()),
-            bindparam("rate", type_=Float()),
-            bindparam("limit", type_=Integer()),
-        )
-        .columns(day=Date())
-    )
-    query = scoping.typed(query, scoping.DERIVED)
     params: dict[str, object] = {
         **scoping.params(Scope(guild_id), scoping.DERIVED),
         "since": since,
@@ -425,20 +414,40 @@ async def search_summaries(
         "rate": decay_rate(half_life_days),
         "limit": limit,
     }
-    if sqlite:
-        params["match"] = fts5_match(guild_id, terms, user_id)
-        query = query.bindparams(bindparam("match", type_=String()))
-    else:
+    binds: list[BindParameter[Any]] = [bindparam(k, type_=Date()) for k in ("since", "until", "today")]
+    binds += [bindparam("rate", type_=Float()), bindparam("limit", type_=Integer())]
+    if not sqlite:
         params["words"] = " or ".join(terms)
-        query = query.bindparams(bindparam("words", type_=String()))
-        if user_id is not None:
-            params["user_id"] = user_id
-            query = query.bindparams(bindparam("user_id", type_=BigInteger()))
-    rows = await session.execute(query, params)
-    return [
-        SummaryRow(u, d if isinstance(d, date) else date.fromisoformat(str(d)), body, float(r), float(s))
-        for u, d, body, r, s in rows
-    ]
+        binds.append(bindparam("words", type_=String()))
+    selects = []
+    for i, author in enumerate(authors):
+        if sqlite:
+            params[f"match{i}"] = fts5_match(guild_id, terms, author)
+            binds.append(bindparam(f"match{i}", type_=String()))
+            match = f"summary_fts MATCH :match{i}"
+        else:
+            match = "s.search @@ q.query"
+            if author is not None:
+                params[f"user{i}"] = author
+                binds.append(bindparam(f"user{i}", type_=BigInteger()))
+                match += f" AND s.user_id = :user{i}"
+        selects.append(f"""SELECT * FROM (
+            SELECT {i} AS author, s.user_id, s.day, s.summary, {relevance} AS relevance,
+                   {relevance} * exp(-:rate * {age}) AS score
+            FROM {source}
+            WHERE {match} AND {scoping.where(scoping.DERIVED, "s")}
+              AND s.day >= :since AND s.day < :until AND s.summary != ''
+            ORDER BY score DESC, s.day DESC, s.user_id
+            LIMIT :limit
+        ) AS a{i}""")
+    query = scoping.typed(text("\nUNION ALL\n".join(selects)).bindparams(*binds).columns(day=Date()), scoping.DERIVED)
+    found: dict[int | None, list[SummaryRow]] = {author: [] for author in authors}
+    for i, u, d, body, r, score in await session.execute(query, params):
+        day = d if isinstance(d, date) else date.fromisoformat(str(d))
+        found[authors[i]].append(SummaryRow(u, day, body, float(r), float(score)))
+    for rows in found.values():  # UNION ALL keeps no order: each author's, as ranked
+        rows.sort(key=lambda r: (-r.score, -r.day.toordinal(), r.user_id))
+    return found
 
 
 async def recent_messages(

@@ -225,19 +225,20 @@ class Recall:
                             turns[row.message_id] = Turn(
                                 row.message_id, row.channel_id, row.user_id, row.text, row.at, row.reply_to_id
                             )
-                    for author in [user_id, *named]:
-                        for s in await store.search_summaries(
-                            session,
-                            guild_id,
-                            terms,
-                            user_id=author,
-                            since=_day(since, tz, date.min),
-                            until=_day(until, tz, date.max, after=True),
-                            today=now.astimezone(tz).date(),
-                            half_life_days=0,
-                            limit=20,
-                        ):
-                            summaries[(s.user_id, s.day)] = s
+                    by_author = await store.search_summaries(
+                        session,
+                        guild_id,
+                        terms,
+                        authors=list(dict.fromkeys([user_id, *named])),
+                        since=_day(since, tz, date.min),
+                        until=_day(until, tz, date.max, after=True),
+                        today=now.astimezone(tz).date(),
+                        half_life_days=0,
+                        limit=20,
+                    )
+                    for found in by_author.values():
+                        for summary in found:
+                            summaries[(summary.user_id, summary.day)] = summary
                 for member, names in members.items():  # messages about them: their name, or a mention (its id)
                     about = [*sorted(names), str(member)] if options.who else []
                     for row in await store.search_messages(

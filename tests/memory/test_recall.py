@@ -200,6 +200,52 @@ async def test_daily_summaries_are_searched_and_dropped_with_their_day(memory):
     assert isinstance(day, date)
 
 
+async def test_everyones_and_each_members_summaries_come_from_one_statement(memory, monkeypatch):
+    """A question naming members searches everyone's daily summaries and each member's in one statement, with
+    each author's own best `limit` (not a shared one), ranked as alone."""
+    days = [(NOW - timedelta(days=d)).date() for d in range(1, 9)]
+    async with memory.sessions() as session, session.begin():
+        for i, day in enumerate(days):
+            await save_day(
+                session,
+                GUILD,
+                day,
+                {
+                    ALICE: f"Alice planned the Lisbon trip {'again ' * i}and booked trains.",
+                    BOB: f"Bob talked about the trip {'and Lisbon ' * (i % 3)}and his exam.",
+                },
+                model="m",
+                version="1",
+                at=NOW,
+            )
+        await save_day(
+            session, GUILD + 1, days[0], {ALICE: "Alice's Lisbon trip elsewhere."}, model="m", version="1", at=NOW
+        )
+    statements: list[str] = []
+    from sqlalchemy import event
+
+    def count(conn, cursor, statement, *args):
+        statements.append(statement)
+
+    search = partial(
+        recall_store.search_summaries, terms=["lisbon", "trip"], since=date.min, until=date.max,
+        today=NOW.date(), half_life_days=0, limit=3,
+    )  # fmt: skip
+    event.listen(memory.engine.sync_engine, "before_cursor_execute", count)
+    try:
+        async with memory.sessions() as session:
+            together = await search(session, GUILD, authors=[None, ALICE, BOB])
+    finally:
+        event.remove(memory.engine.sync_engine, "before_cursor_execute", count)
+    assert len(statements) == 1
+    async with memory.sessions() as session:
+        apart = {a: (await search(session, GUILD, authors=[a]))[a] for a in (None, ALICE, BOB)}
+    assert together == apart
+    assert [len(rows) for rows in together.values()] == [3, 3, 3]
+    assert {r.user_id for r in together[ALICE]} == {ALICE} and {r.user_id for r in together[BOB]} == {BOB}
+    assert all("elsewhere" not in r.text for rows in together.values() for r in rows)  # another guild's
+
+
 @pytest.fixture
 async def both(sqlite_template, pg_database, tmp_path):
     """The same bot on a fresh SQLite file and on the (truncated) PostgreSQL database."""
@@ -452,3 +498,34 @@ async def test_words_and_members_not_counted_lately_are_counted_in_one_statement
             limit=5, member_limit=5,
         )  # fmt: skip
     assert together == again == apart and together[0]
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the cut is SQLite's
+async def test_a_search_with_fewer_matches_than_the_cut_reads_takes_one_statement(memory, monkeypatch):
+    """Where the words hold no more rows than the cut would read, the cut would read them all and, short of
+    `limit` (which is then usual), read them again: the whole plan runs once instead, with the same rows."""
+    await fill(memory)
+    recall_store._counts.clear()
+    plans: list[str] = []
+    original = recall_store._search_messages
+
+    async def counting(*args, plan, **kwargs):
+        plans.append(plan["m_any"][1] if plan else "")
+        return await original(*args, plan=plan, **kwargs)
+
+    monkeypatch.setattr(recall_store, "_search_messages", counting)
+
+    async def search(words):
+        async with memory.sessions() as session:
+            return await recall_store.search_messages(
+                session, GUILD, words, user_id=None, since=None, until=None, now=NOW, half_life_days=0,
+                here=CHANNEL, limit=120,
+            )  # fmt: skip
+
+    few = await search(["exam", "trip"])
+    assert few and len(few) < 120
+    assert plans == [" LIMIT -1"]  # one statement, every match ranked
+    plans.clear()
+    monkeypatch.setattr(recall_store, "CUT", 0)  # "more matches than the cut reads": cut first, then read again
+    assert await search(["exam", "trip"]) == few
+    assert len(plans) == 2 and plans[1] == " LIMIT -1"
