@@ -127,6 +127,13 @@ async def _count_all(session: AsyncSession, tokens: list[str]) -> None:
         _counts[(url, token)] = int(count)
 
 
+async def count_ahead(session: AsyncSession, words: list[str], members: list[int]) -> None:
+    """Count, in one statement, what the SQLite plans of the searches about to run will ask about: these words
+    and these members (nothing to do elsewhere, or for what was counted lately)."""
+    if session.bind.dialect.name == "sqlite":  # type: ignore[union-attr]
+        await _count_all(session, [f"scope:u{m}" for m in members] + [f'body:"{w}"' for w in words])
+
+
 async def _count(session: AsyncSession, token: str) -> int:
     """How many rows hold this word or scope token, up to COMMON + 1 (cached: it changes slowly)."""
     key = (str(session.bind.url), token)  # type: ignore[union-attr]
@@ -246,7 +253,7 @@ async def search_with_members(
     shared: list[int] = []
     sqlite = session.bind.dialect.name == "sqlite"  # type: ignore[union-attr]
     if sqlite and members and user_id is None and since is None and until is None:
-        await _count_all(session, [f"scope:u{m}" for m in members] + [f'body:"{t}"' for t in terms])
+        await count_ahead(session, terms, members)
         plan = await _sqlite_plan(session, guild_id, terms, None)
         shared = [m for m in members if await _sqlite_plan(session, guild_id, terms, m) == plan]
     own: dict[int, list[MessageRow]] = {}

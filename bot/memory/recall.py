@@ -214,6 +214,9 @@ class Recall:
         try:
             async with self._sessions() as session:
                 named = [m for m in members if user_id in (None, m)]
+                about = {m: [*sorted(names), str(m)] if options.who else [] for m, names in members.items()}
+                if since is None and until is None:  # what the plans ask (a period is searched without them)
+                    await store.count_ahead(session, [*terms, *(w for ws in about.values() for w in ws)], named)
                 if terms:
                     # The best POOL (of `user_id`, or everyone's) and each named member's own best MEMBER_POOL.
                     everyone, own = await store.search_with_members(
@@ -239,12 +242,11 @@ class Recall:
                     for found in by_author.values():
                         for summary in found:
                             summaries[(summary.user_id, summary.day)] = summary
-                for member, names in members.items():  # messages about them: their name, or a mention (its id)
-                    about = [*sorted(names), str(member)] if options.who else []
+                for member in members:  # messages about them: their name, or a mention (its id)
                     for row in await store.search_messages(
                         session,
                         guild_id,
-                        about,
+                        about[member],
                         user_id=None,
                         since=since,
                         until=until,

@@ -529,3 +529,23 @@ async def test_a_search_with_fewer_matches_than_the_cut_reads_takes_one_statemen
     monkeypatch.setattr(recall_store, "CUT", 0)  # "more matches than the cut reads": cut first, then read again
     assert await search(["exam", "trip"]) == few
     assert len(plans) == 2 and plans[1] == " LIMIT -1"
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the counts choose SQLite's full-text plan
+async def test_a_question_naming_a_member_counts_its_words_and_the_member_once(memory, monkeypatch):
+    """The words, the member and the words about the member (their name, their id) are counted ahead, together:
+    the searches about them (theirs, everyone's, about them) ask nothing more."""
+    await fill(memory)
+    recall_store._counts.clear()
+    counted: list[str] = []
+    original = recall_store._sqlite_rows
+
+    async def watching(session, sql, params):
+        if "count(*)" in sql:
+            counted.append(sql)
+        return await original(session, sql, params)
+
+    monkeypatch.setattr(recall_store, "_sqlite_rows", watching)
+    hits = await memory.recall(GUILD, f"what did <@{BOB}> say about the exam?", now=NOW)
+    assert hits and len(counted) <= 2  # and the guild's scope, once, where the file is shared
+    assert max(s.count("MATCH") for s in counted) >= 3  # exam, Bob's scope and his id, in one statement
