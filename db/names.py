@@ -35,9 +35,13 @@ async def store(
     )
 
 
-async def all_names(session: AsyncSession, guild_id: int) -> dict[int, tuple[str, str | None]]:
-    """Every stored member name of a guild: user id -> (display name, username)."""
-    rows = await session.execute(
-        select(MemberName.user_id, MemberName.display_name, MemberName.username).where(MemberName.guild_id == guild_id)
+async def names_since(
+    session: AsyncSession, guild_id: int, since: datetime | None
+) -> list[tuple[int, str, str | None, datetime]]:
+    """A guild's member names stored at or after `since` (None: all): user id, display name, username, when."""
+    query = select(MemberName.user_id, MemberName.display_name, MemberName.username, MemberName.updated_at).where(
+        MemberName.guild_id == guild_id
     )
-    return {user_id: (display, username) for user_id, display, username in rows}
+    if since is not None:
+        query = query.where(MemberName.updated_at >= since)
+    return [(user_id, display, username, at) for user_id, display, username, at in await session.execute(query)]

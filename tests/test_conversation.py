@@ -205,19 +205,83 @@ async def test_a_book_read_while_its_guild_was_dropped_is_not_kept(engine, monke
     names = NameDirectory(sessions)
     async with sessions() as session, session.begin():
         await name_rows.store(session, GUILD, BOB, "Bob", None, at=T0)
-    read = name_rows.all_names
+    read = name_rows.names_since
 
-    async def slow_read(session, guild_id):
-        found = await read(session, guild_id)
+    async def slow_read(session, guild_id, since):
+        found = await read(session, guild_id, since)
         names.drop(GUILD, BOB)  # a purge lands while the names are being read
         return found
 
-    monkeypatch.setattr(name_rows, "all_names", slow_read)
+    monkeypatch.setattr(name_rows, "names_since", slow_read)
     assert await names.resolve(GUILD, "bob") == [BOB]  # this reply read before the purge
-    monkeypatch.setattr(name_rows, "all_names", read)
+    monkeypatch.setattr(name_rows, "names_since", read)
     async with sessions() as session, session.begin():
         await session.execute(sql("DELETE FROM member_names WHERE user_id = :u"), {"u": BOB})
     assert await names.resolve(GUILD, "bob") == []  # the next one reads again
+
+
+async def test_a_book_follows_renames_shared_names_and_other_processes_renames(engine):
+    """The index changes in place: a rename moves a member to the new name only, a name two members share keeps
+    the other, and a rename another process stored shows up at the next read of what changed."""
+    from datetime import timedelta
+
+    from bot.memory.names import BOOK_SECONDS
+    from db import names as name_rows
+
+    sessions = create_session_factory(engine)
+    now = [0.0]
+    names = NameDirectory(sessions, timer=lambda: now[0])
+    async with sessions() as session, session.begin():
+        await name_rows.store(session, GUILD, CAROL, "Carol", None, at=T0)
+        await name_rows.store(session, GUILD, CAROL2, "carol", "c2", at=T0)
+    assert await names.resolve(GUILD, "CAROL") == sorted([CAROL, CAROL2])
+    names.note(GUILD, CAROL2, "Caz", "c2")
+    assert await names.resolve_all(GUILD, ["carol", "caz", "c2"]) == {"carol": [CAROL], "caz": [CAROL2], "c2": [CAROL2]}
+    names.note(GUILD, CAROL2, "carol", "c2")  # and back
+    assert await names.resolve(GUILD, "carol") == sorted([CAROL, CAROL2])
+    assert await names.resolve(GUILD, "caz") == []
+    async with sessions() as session, session.begin():  # another process: Carol is Caroline now
+        await name_rows.store(session, GUILD, CAROL, "Caroline", None, at=T0 + timedelta(minutes=1))
+    assert await names.resolve(GUILD, "caroline") == []
+    now[0] += BOOK_SECONDS + 1
+    assert await names.resolve(GUILD, "caroline") == [CAROL]
+    assert await names.resolve(GUILD, "carol") == [CAROL2]
+    assert await names.names(GUILD, {CAROL, CAROL2}) == {CAROL: "Caroline", CAROL2: "carol"}
+
+
+async def test_only_deletions_of_names_make_a_guilds_names_be_read_again(engine, settings):
+    """Reading a big guild's names costs a reply tens of ms: a facts change, a channel purge or another
+    process's change keeps the book; forgetting a member drops it (and their name at once)."""
+    from sqlalchemy import event
+
+    from bot.memory.manager import MemoryManager
+
+    manager = MemoryManager(engine, settings)
+    await manager.start()
+    try:
+        await manager.ingest_message(message("hi", author=BOB, name="Bob"))
+        await manager.ingest_message(message("hi", author=CAROL, name="Carol"))
+        await manager.flush()
+        assert await manager.resolve(GUILD, "bob") == [BOB]
+        reads: list[str] = []
+
+        def count(conn, cursor, statement, *args):
+            if "member_names" in statement and statement.lstrip().upper().startswith("SELECT"):
+                reads.append(statement)
+
+        event.listen(engine.sync_engine, "before_cursor_execute", count)
+        try:
+            await manager.purge_channel(GUILD, 999)
+            manager._invalidate(GUILD, None, messages_gone=True)  # as for another process's edit or purge
+            assert await manager.resolve(GUILD, "carol") == [CAROL]
+            assert reads == []
+            await manager.forget_member(GUILD, BOB)
+            assert await manager.resolve(GUILD, "bob") == []
+            assert len(reads) == 1
+        finally:
+            event.remove(engine.sync_engine, "before_cursor_execute", count)
+    finally:
+        await manager.close()
 
 
 def test_words_are_stemmed_by_the_c_stemmer():

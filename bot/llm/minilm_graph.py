@@ -128,4 +128,7 @@ def session(model: bytes, external: Mapping[str, np.ndarray]) -> object:
     options.add_external_initializers(list(external), [ort.OrtValue.ortvalue_from_numpy(v) for v in external.values()])
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
+    # No memory arena: it grows to the largest batch ever run and never shrinks (64 long messages of a backlog
+    # batch left the process 900 MB bigger for good); without it a question takes the same 3 ms.
+    options.enable_cpu_mem_arena = False
     return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])

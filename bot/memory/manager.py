@@ -62,6 +62,7 @@ from db.records import (
 
 log = logging.getLogger(__name__)
 SCRUB_DELAY_SECONDS = 5.0
+NAMES_GONE = frozenset({"forget_member", "purge_guild"})  # the deletions that take member names with them
 Work = Callable[[AsyncSession], Awaitable[Counter[str]]]
 
 
@@ -654,7 +655,7 @@ class MemoryManager:
             await changes.record(session, guild_id, None, what, origin=self.feed.origin, at=self.clock.now())
         # A member's lines (and replies built on their data) go; other purges cannot tell which lines went.
         self.window.drop(guild_id, user_id if what == "forget_member" else None)
-        self._invalidate(guild_id, user_id, messages_gone=what != "channel")
+        self._invalidate(guild_id, user_id, messages_gone=what != "channel", names_gone=what in NAMES_GONE)
         await self._after_deletion()
         log.info("deleted in guild %s: %s", guild_id, dict(counts))
         return counts
@@ -665,14 +666,17 @@ class MemoryManager:
             await changes.record(session, guild_id, user_id, what, origin=self.feed.origin, at=self.clock.now())
         self._invalidate(guild_id, user_id)
 
-    def _invalidate(self, guild_id: int, user_id: int | None, *, messages_gone: bool = False) -> None:
+    def _invalidate(
+        self, guild_id: int, user_id: int | None, *, messages_gone: bool = False, names_gone: bool = False
+    ) -> None:
         """Drop everything this process cached that a change in the guild (about a member) may have made false.
 
         `messages_gone`: messages were deleted or rewritten in bulk, so the guild's vector index is rebuilt
         (deleted messages never reach anyone anyway: candidates are read back through SQL).
         """
         self.generations.bump(guild_id)  # builds running now will neither cache nor store their result
-        self.names.drop(guild_id, user_id)
+        if names_gone:  # only these delete names; reading a guild's names again costs a reply ~100 ms at 20 k
+            self.names.drop(guild_id, user_id)
         if self._facts is not None:
             self._facts.drop_cached(guild_id, user_id)
         if self.summaries is not None:
@@ -693,7 +697,7 @@ class MemoryManager:
         if change.what in {"forget_member", "purge_guild", "purge_channel", "purge_before", "forget", "messages"}:
             self.window.drop(change.guild_id, None)  # the window cannot tell which lines went
         gone = change.what in {"forget_member", "purge_guild", "purge_channel", "purge_before", "forget"}
-        self._invalidate(change.guild_id, change.user_id, messages_gone=gone)
+        self._invalidate(change.guild_id, change.user_id, messages_gone=gone, names_gone=change.what in NAMES_GONE)
 
     async def _after_writes(self, touched: list[Touched]) -> None:
         """Edits, deletes and re-kindings were stored: drop what was built from the old text, everywhere."""

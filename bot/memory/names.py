@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from cachetools import LRUCache, TTLCache
+from cachetools import LRUCache
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.memory.caches import drop_entries
@@ -16,39 +17,49 @@ from db.names import fold
 
 __all__ = ["MENTION", "NameDirectory"]
 Known = tuple[str, str | None]  # display name, username
-BOOK_SECONDS = 120  # names another process stored (an import, a second bot on PostgreSQL) show up within this
+BOOK_SECONDS = 60  # how often a guild's book reads the names other processes stored since (a few ms)
+SKEW = timedelta(minutes=5)  # names stored up to this long before the newest one read are read again: clocks
 BOOKS = 256  # guilds whose names are held in memory at once
 
 
 class _Book:
-    """One guild's names as read from `member_names`, with what was noted since, and its lookup index."""
+    """One guild's names, as read from `member_names` and noted since, with their lookup index."""
 
-    def __init__(self, known: dict[int, Known]) -> None:
-        self.known = known
-        self._index: dict[str, list[int]] | None = None
+    def __init__(self) -> None:
+        self.known: dict[int, Known] = {}
+        self._index: dict[str, set[int]] = {}
+        self.newest: datetime | None = None  # the latest `updated_at` read: the next read starts there
+        self.read_at = -math.inf
 
     def set(self, user_id: int, name: Known) -> None:
+        old = self.known.get(user_id)
+        if old == name:  # every message notes its author: usually nothing changes
+            return
+        for key in _keys(old):
+            if (ids := self._index.get(key)) is not None:
+                ids.discard(user_id)
+                if not ids:
+                    del self._index[key]
         self.known[user_id] = name
-        self._index = None
+        for key in _keys(name):
+            self._index.setdefault(key, set()).add(user_id)
 
     def lookup(self, key: str) -> list[int]:
-        if self._index is None:
-            index: dict[str, set[int]] = {}
-            for user_id, names in self.known.items():
-                for name in names:
-                    if name and (folded := fold(name)):
-                        index.setdefault(folded, set()).add(user_id)
-            self._index = {key: sorted(ids) for key, ids in index.items()}
-        return self._index.get(key, [])
+        return sorted(self._index.get(key, ()))
+
+
+def _keys(name: Known | None) -> set[str]:
+    return {key for n in name or () if n and (key := fold(n))}
 
 
 class NameDirectory:
     """Looks members up by name in `member_names` (kept current by ingestion).
 
-    A guild's names are read once into memory (one statement, then none while replies resolve and render
-    names) and kept BOOK_SECONDS; ingestion is write-behind, so names seen in the last moments may not be in
-    SQL yet: `note` keeps them in a small LRU overlay too, which a book read later takes over. A purge or a
-    forgotten member drops the guild's book (`drop`), here and, through the change feed, in other processes.
+    A guild's names are read once into memory (then no statement while replies resolve and render names); every
+    BOOK_SECONDS the book reads what was stored since (other processes: an import, a second bot on PostgreSQL).
+    Ingestion is write-behind, so names seen in the last moments may not be in SQL yet: `note` puts them in the
+    book and in a small LRU overlay that a book read later takes over. A purge or a forgotten member drops the
+    guild's book (`drop`), here and, through the change feed, in other processes.
     """
 
     def __init__(
@@ -60,8 +71,9 @@ class NameDirectory:
     ) -> None:
         self._sessions = sessions
         self._recent: LRUCache[tuple[int, int], Known] = LRUCache(maxsize=recent)
-        self._books: TTLCache[int, _Book] = TTLCache(maxsize=BOOKS, ttl=BOOK_SECONDS, timer=timer)
-        self._generation: dict[int, int] = {}  # per guild: a book read while it moved is not kept
+        self._books: LRUCache[int, _Book] = LRUCache(maxsize=BOOKS)
+        self._timer = timer
+        self._generation: dict[int, int] = {}  # per guild: a book read while it was dropped is not kept
 
     def note(self, guild_id: int, user_id: int, display_name: str, username: str | None) -> None:
         """Remember the name a member was just seen with."""
@@ -83,15 +95,25 @@ class NameDirectory:
         self._generation[guild_id] = self._generation.get(guild_id, 0) + 1
 
     async def _book(self, guild_id: int) -> _Book:
-        if (book := self._books.get(guild_id)) is not None:
+        book = self._books.get(guild_id)
+        now = self._timer()
+        if book is not None and now - book.read_at < BOOK_SECONDS:
             return book
         generation = self._generation.get(guild_id, 0)
+        since = book.newest - SKEW if book is not None and book.newest is not None else None
         async with self._sessions() as session:
-            known = await store.all_names(session, guild_id)
-        book = _Book(known)
-        for (guild, user_id), name in list(self._recent.items()):
-            if guild == guild_id:
-                book.set(user_id, name)  # noted since (or not yet written): the newest name wins
+            rows = await store.names_since(session, guild_id, since)
+        first = book is None
+        book = book or _Book()
+        for user_id, display, username, at in rows:
+            if first or (guild_id, user_id) not in self._recent:  # a name noted here is at least as new
+                book.set(user_id, (display, username))
+            book.newest = at if book.newest is None else max(book.newest, at)
+        if first:
+            for (guild, user_id), name in list(self._recent.items()):
+                if guild == guild_id:
+                    book.set(user_id, name)  # noted since (or not yet written): the newest name wins
+        book.read_at = now
         if self._generation.get(guild_id, 0) == generation:  # nothing was dropped while it was read
             self._books[guild_id] = book
         return book

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from bot.memory.facts import FactsStore, RevisionNotFoundError, drop_oldest_sentences
 from db.engine import create_session_factory
@@ -139,3 +139,31 @@ async def test_the_cap_holds_after_200_remembers(engine):
 def test_drop_oldest_sentences_keeps_the_newest():
     assert drop_oldest_sentences("One. Two. Three.", 11) == "Two. Three."
     assert drop_oldest_sentences("A very long single sentence", 6) == "ntence"
+
+
+async def test_a_cached_read_that_a_change_or_purge_overtook_is_not_kept(store, engine, monkeypatch):
+    """The read cache of facts (contexts, recall answers) must not keep what a read saw before a change or a
+    deletion that landed while it was under way: the next read would serve deleted or old facts for 30 s."""
+    read = store.facts
+
+    async def forget():
+        await store.forget(GUILD, ALICE, "Alice likes tea.", requested_by=ALICE, subject="Alice")
+
+    async def purge():  # forget_member: the rows go, then the caches are told
+        async with engine.begin() as connection:
+            await connection.execute(text("DELETE FROM user_facts"))
+        store.drop_cached(GUILD, ALICE)
+
+    for change in (forget, purge):
+        await store.remember(GUILD, ALICE, "Alice likes tea.", requested_by=ALICE, subject="Alice")
+        store.drop_cached(GUILD)
+
+        async def overtaken(guild_id, user_id, change=change):
+            seen = await read(guild_id, user_id)
+            monkeypatch.setattr(store, "facts", read)
+            await change()  # lands while this read is under way
+            return seen
+
+        monkeypatch.setattr(store, "facts", overtaken)
+        assert await store.cached_facts(GUILD, ALICE) == "Alice likes tea."  # this read began before
+        assert not await store.cached_facts(GUILD, ALICE)  # the next one does not get it from the cache
