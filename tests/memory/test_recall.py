@@ -244,6 +244,13 @@ async def test_everyones_and_each_members_summaries_come_from_one_statement(memo
     assert [len(rows) for rows in together.values()] == [3, 3, 3]
     assert {r.user_id for r in together[ALICE]} == {ALICE} and {r.user_id for r in together[BOB]} == {BOB}
     assert all("elsewhere" not in r.text for rows in together.values() for r in rows)  # another guild's
+    # Each author's LIMIT comes after their own ranking: their best three of all their summaries, best first.
+    async with memory.sessions() as session:
+        every = await search(session, GUILD, authors=[None, ALICE, BOB], limit=100)
+    assert [len(every[a]) for a in (ALICE, BOB)] == [len(days), len(days)] and len(every[None]) == 2 * len(days)
+    for author, rows in every.items():
+        assert [r.score for r in rows] == sorted((r.score for r in rows), reverse=True)
+        assert together[author] == rows[:3]
 
 
 @pytest.fixture
