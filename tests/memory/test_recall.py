@@ -468,11 +468,8 @@ async def test_busy_members_searches_share_everyones_statement_and_find_the_same
             assert statements[0] == members  # one statement for everyone and the members
 
 
-@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the counts choose SQLite's full-text plan
-async def test_words_and_members_not_counted_lately_are_counted_in_one_statement(memory, monkeypatch):
-    """The plan's counts (how common each word and member is) cost one statement per search, not one each; the
-    plan they choose finds what separately counted plans find."""
-    await fill(memory)
+def _watch_counts(monkeypatch) -> list[str]:
+    """The count statements recall's plans run from now on (none counted before)."""
     recall_store._counts.clear()
     counted: list[str] = []
     original = recall_store._sqlite_rows
@@ -483,6 +480,15 @@ async def test_words_and_members_not_counted_lately_are_counted_in_one_statement
         return await original(session, sql, params)
 
     monkeypatch.setattr(recall_store, "_sqlite_rows", watching)
+    return counted
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the counts choose SQLite's full-text plan
+async def test_words_and_members_not_counted_lately_are_counted_in_one_statement(memory, monkeypatch):
+    """The plan's counts (how common each word and member is) cost one statement per search, not one each; the
+    plan they choose finds what separately counted plans find."""
+    await fill(memory)
+    counted = _watch_counts(monkeypatch)
     words = ["exam", "trip", "pizza", "lisbon"]
     async with memory.sessions() as session:
         together = await recall_store.search_with_members(
@@ -543,16 +549,7 @@ async def test_a_question_naming_a_member_counts_its_words_and_the_member_once(m
     """The words, the member and the words about the member (their name, their id) are counted ahead, together:
     the searches about them (theirs, everyone's, about them) ask nothing more."""
     await fill(memory)
-    recall_store._counts.clear()
-    counted: list[str] = []
-    original = recall_store._sqlite_rows
-
-    async def watching(session, sql, params):
-        if "count(*)" in sql:
-            counted.append(sql)
-        return await original(session, sql, params)
-
-    monkeypatch.setattr(recall_store, "_sqlite_rows", watching)
+    counted = _watch_counts(monkeypatch)
     hits = await memory.recall(GUILD, f"what did <@{BOB}> say about the exam?", now=NOW)
     assert hits and len(counted) <= 2  # and the guild's scope, once, where the file is shared
     assert max(s.count("MATCH") for s in counted) >= 3  # exam, Bob's scope and his id, in one statement
