@@ -160,7 +160,9 @@ class LocalEmbedder:
     def warm(self) -> None:
         """Start loading the model in the background, if it is not loaded or loading yet."""
         if self._minilm is None and self._warming is None:
-            self._warming = self._thread.submit(self._model)
+            # On the questions' thread (normal priority; questions go on words alone until it is done): the
+            # documents' thread runs at the lowest priority, and a busy machine would delay vectors for everyone.
+            self._warming = self._query_thread.submit(self._model)
 
     async def loaded(self) -> bool:
         """Wait for the model (a command that answers one question, a benchmark); False if it cannot load."""
