@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models import MemberName
@@ -45,3 +45,28 @@ async def names_since(
     if since is not None:
         query = query.where(MemberName.updated_at >= since)
     return [(user_id, display, username, at) for user_id, display, username, at in await session.execute(query)]
+
+
+async def count(session: AsyncSession, guild_id: int) -> int:
+    """How many member names a guild has stored."""
+    return int(await session.scalar(select(func.count()).where(MemberName.guild_id == guild_id)) or 0)
+
+
+async def matching(session: AsyncSession, guild_id: int, keys: list[str]) -> dict[int, tuple[str, str | None]]:
+    """Members whose display name or username folds to one of `keys`: user id -> (display name, username)."""
+    rows = await session.execute(
+        select(MemberName.user_id, MemberName.display_name, MemberName.username).where(
+            MemberName.guild_id == guild_id, or_(MemberName.display_key.in_(keys), MemberName.username_key.in_(keys))
+        )
+    )
+    return {user_id: (display, username) for user_id, display, username in rows}
+
+
+async def display_names(session: AsyncSession, guild_id: int, user_ids: set[int]) -> dict[int, str]:
+    """Display names of those members that have one stored."""
+    rows = await session.execute(
+        select(MemberName.user_id, MemberName.display_name).where(
+            MemberName.guild_id == guild_id, MemberName.user_id.in_(user_ids)
+        )
+    )
+    return {user_id: name for user_id, name in rows}

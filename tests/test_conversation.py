@@ -174,15 +174,15 @@ async def test_names_are_read_once_per_guild_and_follow_writes_drops_and_other_p
     event.listen(engine.sync_engine, "before_cursor_execute", count)
     try:
         assert await names.resolve(GUILD, "bob_B") == [BOB]
-        assert len(statements) == 1  # the guild's names, read once
+        assert len(statements) == 2  # the guild's names, counted and read once
         assert await names.resolve_all(GUILD, ["Bob", "Carol"]) == {"Bob": [BOB], "Carol": []}  # not another guild's
         assert await names.names(GUILD, {BOB, CAROL}) == {BOB: "Bob"}
-        assert len(statements) == 1
+        assert len(statements) == 2
         names.note(GUILD, CAROL2, "Caro", None)  # seen in a message: not in SQL yet
         assert await names.resolve(GUILD, "caro") == [CAROL2]
         names.note(GUILD, BOB, "Robert", "bob_b")  # renamed: the old name no longer finds him
         assert await names.resolve_all(GUILD, ["bob", "robert"]) == {"bob": [], "robert": [BOB]}
-        assert len(statements) == 1
+        assert len(statements) == 2
         async with sessions() as session, session.begin():  # another process stores a member
             await name_rows.store(session, GUILD, ALICE, "Alice", None, at=T0)
         assert await names.resolve(GUILD, "alice") == []  # not seen yet...
@@ -277,11 +277,51 @@ async def test_only_deletions_of_names_make_a_guilds_names_be_read_again(engine,
             assert reads == []
             await manager.forget_member(GUILD, BOB)
             assert await manager.resolve(GUILD, "bob") == []
-            assert len(reads) == 1
+            assert len(reads) == 2  # counted and read again
         finally:
             event.remove(engine.sync_engine, "before_cursor_execute", count)
     finally:
         await manager.close()
+
+
+async def test_a_guild_with_more_names_than_a_book_holds_is_looked_up_in_sql_with_the_same_answers(engine, monkeypatch):
+    """Names in memory are bounded: a guild past BOOK_MAX is asked in SQL per call, and guilds beyond NAMES_HELD
+    push the least recently asked out; the answers are the same either way."""
+    from bot.memory import names as names_module
+    from db import names as name_rows
+
+    sessions = create_session_factory(engine)
+    async with sessions() as session, session.begin():
+        for guild, people in (
+            (GUILD, [(BOB, "Bob"), (CAROL, "Carol"), (CAROL2, "carol")]),
+            (GUILD + 1, [(BOB, "Rob")]),
+        ):
+            for user_id, name in people:
+                await name_rows.store(session, guild, user_id, name, None, at=T0)
+
+    async def answers(names):
+        names.note(GUILD, ALICE, "Ana", None)  # seen, not stored yet
+        return (
+            await names.resolve_all(GUILD, ["bob", "carol", "ana", "rob"]),
+            await names.names(GUILD, {BOB, CAROL, ALICE}),
+            await names.resolve(GUILD + 1, "rob"),
+        )
+
+    expected = (
+        {"bob": [BOB], "carol": sorted([CAROL, CAROL2]), "ana": [ALICE], "rob": []},
+        {BOB: "Bob", CAROL: "Carol", ALICE: "Ana"},
+        [BOB],
+    )
+    assert await answers(NameDirectory(sessions)) == expected
+    monkeypatch.setattr(names_module, "BOOK_MAX", 2)  # the first guild is "big"
+    big = NameDirectory(sessions)
+    assert await answers(big) == expected == await answers(big)
+    assert GUILD in big._big and GUILD not in big._books and GUILD + 1 in big._books
+    monkeypatch.setattr(names_module, "BOOK_MAX", 10)
+    monkeypatch.setattr(names_module, "NAMES_HELD", 5)  # room for one guild's book at a time
+    small = NameDirectory(sessions)
+    assert await answers(small) == expected == await answers(small)
+    assert len(small._books) == 1
 
 
 def test_words_are_stemmed_by_the_c_stemmer():

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 
-from cachetools import LRUCache
+from cachetools import LRUCache, TTLCache
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.memory.caches import drop_entries
@@ -19,7 +19,8 @@ __all__ = ["MENTION", "NameDirectory"]
 Known = tuple[str, str | None]  # display name, username
 BOOK_SECONDS = 60  # how often a guild's book reads the names other processes stored since (a few ms)
 SKEW = timedelta(minutes=5)  # names stored up to this long before the newest one read are read again: clocks
-BOOKS = 256  # guilds whose names are held in memory at once
+NAMES_HELD = 200_000  # names held in memory over all guilds (~450 bytes each)
+BOOK_MAX = 25_000  # a guild with more names is looked up in SQL per reply instead (read whole, ~100 ms a reply)
 
 
 class _Book:
@@ -27,7 +28,7 @@ class _Book:
 
     def __init__(self) -> None:
         self.known: dict[int, Known] = {}
-        self._index: dict[str, set[int]] = {}
+        self._index: dict[str, int | set[int]] = {}  # a set only for a name several members share
         self.newest: datetime | None = None  # the latest `updated_at` read: the next read starts there
         self.read_at = -math.inf
 
@@ -36,16 +37,24 @@ class _Book:
         if old == name:  # every message notes its author: usually nothing changes
             return
         for key in _keys(old):
-            if (ids := self._index.get(key)) is not None:
+            ids = self._index.get(key)
+            if ids == user_id:
+                del self._index[key]
+            elif isinstance(ids, set):
                 ids.discard(user_id)
-                if not ids:
-                    del self._index[key]
+                if len(ids) == 1:
+                    self._index[key] = next(iter(ids))
         self.known[user_id] = name
         for key in _keys(name):
-            self._index.setdefault(key, set()).add(user_id)
+            ids = self._index.setdefault(key, user_id)
+            if isinstance(ids, set):
+                ids.add(user_id)
+            elif ids != user_id:
+                self._index[key] = {ids, user_id}
 
     def lookup(self, key: str) -> list[int]:
-        return sorted(self._index.get(key, ()))
+        ids = self._index.get(key)
+        return [] if ids is None else [ids] if isinstance(ids, int) else sorted(ids)
 
 
 def _keys(name: Known | None) -> set[str]:
@@ -57,6 +66,8 @@ class NameDirectory:
 
     A guild's names are read once into memory (then no statement while replies resolve and render names); every
     BOOK_SECONDS the book reads what was stored since (other processes: an import, a second bot on PostgreSQL).
+    At most NAMES_HELD names are held (least recently asked guilds go first); a guild with more than BOOK_MAX
+    names is looked up in SQL on each call instead (one indexed statement), as every guild was before.
     Ingestion is write-behind, so names seen in the last moments may not be in SQL yet: `note` puts them in the
     book and in a small LRU overlay that a book read later takes over. A purge or a forgotten member drops the
     guild's book (`drop`), here and, through the change feed, in other processes.
@@ -71,7 +82,8 @@ class NameDirectory:
     ) -> None:
         self._sessions = sessions
         self._recent: LRUCache[tuple[int, int], Known] = LRUCache(maxsize=recent)
-        self._books: LRUCache[int, _Book] = LRUCache(maxsize=BOOKS)
+        self._books: LRUCache[int, _Book] = LRUCache(maxsize=NAMES_HELD, getsizeof=lambda book: len(book.known) + 1)
+        self._big: TTLCache[int, bool] = TTLCache(maxsize=4096, ttl=600)  # guilds looked up in SQL (counted lately)
         self._timer = timer
         self._generation: dict[int, int] = {}  # per guild: a book read while it was dropped is not kept
 
@@ -94,14 +106,20 @@ class NameDirectory:
         self._books.pop(guild_id, None)
         self._generation[guild_id] = self._generation.get(guild_id, 0) + 1
 
-    async def _book(self, guild_id: int) -> _Book:
+    async def _book(self, guild_id: int) -> _Book | None:
+        """The guild's names in memory, read or brought up to date as needed; None: a big guild (SQL per call)."""
         book = self._books.get(guild_id)
         now = self._timer()
         if book is not None and now - book.read_at < BOOK_SECONDS:
             return book
+        if guild_id in self._big:
+            return None
         generation = self._generation.get(guild_id, 0)
         since = book.newest - SKEW if book is not None and book.newest is not None else None
         async with self._sessions() as session:
+            if book is None and await store.count(session, guild_id) > BOOK_MAX:
+                self._big[guild_id] = True
+                return None
             rows = await store.names_since(session, guild_id, since)
         first = book is None
         book = book or _Book()
@@ -114,8 +132,11 @@ class NameDirectory:
                 if guild == guild_id:
                     book.set(user_id, name)  # noted since (or not yet written): the newest name wins
         book.read_at = now
-        if self._generation.get(guild_id, 0) == generation:  # nothing was dropped while it was read
-            self._books[guild_id] = book
+        if len(book.known) > BOOK_MAX:  # grew past it since it was first read
+            self._books.pop(guild_id, None)
+            self._big[guild_id] = True
+        elif self._generation.get(guild_id, 0) == generation:  # nothing was dropped while it was read
+            self._books[guild_id] = book  # (again: the cache counts its names now)
         return book
 
     async def resolve(self, guild_id: int, name: str) -> list[int]:
@@ -127,15 +148,29 @@ class NameDirectory:
         wanted = {name: fold(name.strip().lstrip("@")) for name in names}
         if not any(wanted.values()):
             return {}
-        book = await self._book(guild_id)
-        return {name: book.lookup(key) for name, key in wanted.items() if key}
+        if (book := await self._book(guild_id)) is not None:
+            return {name: book.lookup(key) for name, key in wanted.items() if key}
+        async with self._sessions() as session:
+            stored = await store.matching(session, guild_id, sorted({key for key in wanted.values() if key}))
+        for (guild, user_id), known in list(self._recent.items()):
+            if guild == guild_id:
+                stored[user_id] = known  # the newest name wins, also when it no longer matches
+        folded = {user_id: _keys(known) for user_id, known in stored.items()}
+        return {
+            name: sorted(u for u, keys_of in folded.items() if key in keys_of) for name, key in wanted.items() if key
+        }
 
     async def names(self, guild_id: int, user_ids: set[int]) -> dict[int, str]:
         """Display names for `user_ids`; unknown IDs are left out."""
         if not user_ids:
             return {}
-        known = (await self._book(guild_id)).known
-        return {u: known[u][0] for u in user_ids if u in known}
+        if (book := await self._book(guild_id)) is not None:
+            return {u: book.known[u][0] for u in user_ids if u in book.known}
+        found = {u: self._recent[(guild_id, u)][0] for u in user_ids if (guild_id, u) in self._recent}
+        if missing := user_ids - found.keys():
+            async with self._sessions() as session:
+                found |= await store.display_names(session, guild_id, missing)
+        return found
 
     async def name(self, guild_id: int, user_id: int) -> str:
         """One display name, or a neutral placeholder that never pings."""
