@@ -224,6 +224,7 @@ async def import_file(
                 await asyncio.sleep(0)  # the writer and a stop get their turn
         tracking.done = tracking.total
         await memory.optimize()  # stored (flushed), and the query planner knows the guild's new size
+        await memory.names_stored(guild_id)  # a running bot reads the guild's names again, new members included
     counts = memory.stored_so_far() - before
     return ImportResult(
         path,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 
 import pytest
@@ -318,10 +319,103 @@ async def test_a_guild_with_more_names_than_a_book_holds_is_looked_up_in_sql_wit
     assert await answers(big) == expected == await answers(big)
     assert GUILD in big._big and GUILD not in big._books and GUILD + 1 in big._books
     monkeypatch.setattr(names_module, "BOOK_MAX", 10)
-    monkeypatch.setattr(names_module, "NAMES_HELD", 5)  # room for one guild's book at a time
+    monkeypatch.setattr(names_module, "NAMES_HELD", 4)  # room for one guild's book at a time
     small = NameDirectory(sessions)
     assert await answers(small) == expected == await answers(small)
     assert len(small._books) == 1
+
+
+async def test_an_import_by_another_process_shows_its_members_names_to_a_running_bot(engine, settings, tmp_path):
+    """Imported names carry the messages' old times, so no "stored lately" read finds them: the import tells
+    every process through the change feed, and their books are read again."""
+    from bot.importer import import_file
+    from bot.memory.manager import MemoryManager
+    from tests.export_files import AUTHORS, GUILD_ID, write_export
+
+    running, importing = MemoryManager(engine, settings), MemoryManager(engine, settings)
+    await running.start()
+    await importing.start()
+    try:
+        assert await running.resolve(GUILD_ID, "ana") == []  # the book is read, without her
+        path = write_export(tmp_path / "general.json", 20)
+        await import_file(importing, path, include_bots=False, progress=False)
+        for _ in range(40):  # the feed polls twice a second (NOTIFY is faster on PostgreSQL)
+            if await running.resolve(GUILD_ID, "ana"):
+                break
+            await asyncio.sleep(0.05)
+        assert await running.resolve(GUILD_ID, "ana") == [AUTHORS[0][0]]
+    finally:
+        await importing.close()
+        await running.close()
+
+
+async def test_an_opted_out_members_new_name_is_not_stored(engine, settings):
+    from bot.memory.manager import MemoryManager
+
+    manager = MemoryManager(engine, settings)
+    await manager.start()
+    try:
+        await manager.ingest_message(message("hi", author=BOB, name="Bob"))
+        await manager.opt_out(GUILD, BOB, delete_stored=True)
+        await manager.note_member(GUILD, BOB, "Bobby", "bobby")
+        assert await manager.resolve_all(GUILD, ["bob", "bobby"]) == {"bob": [], "bobby": []}
+        async with manager.sessions() as session:
+            assert (await session.execute(sql("SELECT count(*) FROM member_names"))).scalar() == 0
+    finally:
+        await manager.close()
+
+
+async def test_names_are_read_once_for_replies_arriving_together_and_kept_by_when_they_were_asked(engine, monkeypatch):
+    """Ten replies at once read a guild's names once; a note (a message) neither marks a guild as asked nor
+    escapes the count of names held; the overlay of noted names forgets the longest unnoted first."""
+    from bot.memory import names as names_module
+    from db import names as name_rows
+
+    ANN, ANJA, ANKE = 2**60 + 7001, 2**60 + 7002, 2**60 + 7003
+    sessions = create_session_factory(engine)
+    async with sessions() as session, session.begin():
+        await name_rows.store(session, GUILD, BOB, "Bob", None, at=T0)
+        await name_rows.store(session, GUILD + 1, CAROL, "Carol", None, at=T0)
+    reads = []
+    read = name_rows.names_since
+
+    async def counted(session, guild_id, since):
+        reads.append(guild_id)
+        return await read(session, guild_id, since)
+
+    monkeypatch.setattr(name_rows, "names_since", counted)
+    names = NameDirectory(sessions, recent=3)
+    assert await asyncio.gather(*(names.resolve(GUILD, "bob") for _ in range(10))) == [[BOB]] * 10
+    assert reads == [GUILD]
+    monkeypatch.setattr(names_module, "NAMES_HELD", 3)
+    assert await names.resolve(GUILD + 1, "carol") == [CAROL]  # asked last
+    names.note(GUILD, ALICE, "Ana", None)
+    names.note(GUILD, ANN, "Ann", None)  # GUILD holds 3 names now, 4 in all: the one asked least lately goes
+    assert GUILD not in names._books and GUILD + 1 in names._books and names._books.held == 1
+    names.note(GUILD, ALICE, "Ana", None)  # noted again: the newest of the overlay
+    names.note(GUILD, ANJA, "Anja", None)
+    names.note(GUILD, ANKE, "Anke", None)  # the overlay holds 3: Ann, noted least lately, goes
+    assert set(names._recent) == {(GUILD, ALICE), (GUILD, ANJA), (GUILD, ANKE)}
+    assert await names.resolve_all(GUILD, ["ana", "anja"]) == {"ana": [ALICE], "anja": [ANJA]}
+
+
+async def test_a_name_stamped_by_a_clock_ahead_does_not_hide_names_stored_after_it(engine):
+    from datetime import timedelta
+
+    from bot.memory.names import BOOK_SECONDS
+    from db import names as name_rows
+
+    sessions = create_session_factory(engine)
+    now = [0.0]
+    names = NameDirectory(sessions, timer=lambda: now[0])
+    real = datetime.now(UTC)
+    async with sessions() as session, session.begin():
+        await name_rows.store(session, GUILD, BOB, "Bob", None, at=real + timedelta(days=1))  # a fast clock
+    assert await names.resolve(GUILD, "bob") == [BOB]
+    async with sessions() as session, session.begin():
+        await name_rows.store(session, GUILD, CAROL, "Carol", None, at=real)
+    now[0] += BOOK_SECONDS + 1
+    assert await names.resolve(GUILD, "carol") == [CAROL]
 
 
 def test_words_are_stemmed_by_the_c_stemmer():

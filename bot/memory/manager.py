@@ -62,7 +62,7 @@ from db.records import (
 
 log = logging.getLogger(__name__)
 SCRUB_DELAY_SECONDS = 5.0
-NAMES_GONE = frozenset({"forget_member", "purge_guild"})  # the deletions that take member names with them
+NAMES_CHANGED = frozenset({"forget_member", "purge_guild", "names"})  # changes that remove or add names in bulk
 Work = Callable[[AsyncSession], Awaitable[Counter[str]]]
 
 
@@ -283,6 +283,8 @@ class MemoryManager:
 
     async def note_member(self, guild_id: int, user_id: int, display_name: str, username: str | None) -> None:
         """A member changed their name: resolve and render them by the new one from now on."""
+        if self.opted_out(guild_id, user_id):  # not stored, as their messages are not
+            return
         self.names.note(guild_id, user_id, display_name, username)
         await self.names.store(guild_id, user_id, display_name, username, at=self.clock.now())
 
@@ -655,16 +657,20 @@ class MemoryManager:
             await changes.record(session, guild_id, None, what, origin=self.feed.origin, at=self.clock.now())
         # A member's lines (and replies built on their data) go; other purges cannot tell which lines went.
         self.window.drop(guild_id, user_id if what == "forget_member" else None)
-        self._invalidate(guild_id, user_id, messages_gone=what != "channel", names_gone=what in NAMES_GONE)
+        self._invalidate(guild_id, user_id, messages_gone=what != "channel", names_gone=what in NAMES_CHANGED)
         await self._after_deletion()
         log.info("deleted in guild %s: %s", guild_id, dict(counts))
         return counts
+
+    async def names_stored(self, guild_id: int) -> None:
+        """Names were stored in bulk (an import): every process reads the guild's names again."""
+        await self._changed(guild_id, None, "names")
 
     async def _changed(self, guild_id: int, user_id: int | None, what: str) -> None:
         """Log a change for other processes and drop what this one cached."""
         async with self.sessions() as session, session.begin():
             await changes.record(session, guild_id, user_id, what, origin=self.feed.origin, at=self.clock.now())
-        self._invalidate(guild_id, user_id)
+        self._invalidate(guild_id, user_id, names_gone=what in NAMES_CHANGED)
 
     def _invalidate(
         self, guild_id: int, user_id: int | None, *, messages_gone: bool = False, names_gone: bool = False
@@ -675,7 +681,7 @@ class MemoryManager:
         (deleted messages never reach anyone anyway: candidates are read back through SQL).
         """
         self.generations.bump(guild_id)  # builds running now will neither cache nor store their result
-        if names_gone:  # only these delete names; reading a guild's names again costs a reply ~100 ms at 20 k
+        if names_gone:  # only these change names in bulk; reading a guild's names again costs a reply ~100 ms at 20 k
             self.names.drop(guild_id, user_id)
         if self._facts is not None:
             self._facts.drop_cached(guild_id, user_id)
@@ -697,7 +703,7 @@ class MemoryManager:
         if change.what in {"forget_member", "purge_guild", "purge_channel", "purge_before", "forget", "messages"}:
             self.window.drop(change.guild_id, None)  # the window cannot tell which lines went
         gone = change.what in {"forget_member", "purge_guild", "purge_channel", "purge_before", "forget"}
-        self._invalidate(change.guild_id, change.user_id, messages_gone=gone, names_gone=change.what in NAMES_GONE)
+        self._invalidate(change.guild_id, change.user_id, messages_gone=gone, names_gone=change.what in NAMES_CHANGED)
 
     async def _after_writes(self, touched: list[Touched]) -> None:
         """Edits, deletes and re-kindings were stored: drop what was built from the old text, everywhere."""
