@@ -11,6 +11,7 @@ from datetime import datetime
 
 from bot.conversation import Request
 from bot.memory.manager import MemoryManager
+from bot.memory.names import unnamed
 from bot.memory.recall import Hit
 
 CITED = 5
@@ -35,7 +36,7 @@ async def cite(memory: MemoryManager, hits: list[Hit], now: datetime) -> list[st
     zone = memory.zone(guild_id)
     lines = []
     for hit, rendered in zip(hits, bodies, strict=True):
-        name = names.get(hit.user_id, f"member {str(hit.user_id)[-4:]}")
+        name = names.get(hit.user_id, unnamed(hit.user_id))
         body = rendered if len(rendered) <= SNIPPET_CHARS else rendered[: SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + "…"
         when = hit.label(now, zone)
         if hit.kind == "summary":

@@ -17,7 +17,7 @@ from bot.lifecycle import keep, spawn
 from bot.memory.budget import Section, assemble
 from bot.memory.facts import FactChange
 from bot.memory.manager import MemoryManager
-from bot.memory.recall import Hit, Recalled
+from bot.memory.recall import Found, Recalled
 from bot.text import MENTION
 
 log = logging.getLogger(__name__)
@@ -29,7 +29,6 @@ NOT_ABOUT_ME = (
 )
 Router = Callable[[Request], Awaitable[Decision]]
 Chatter = Callable[[Request, str | None], Awaitable[str]]
-Found = tuple[list[Hit], list[Hit]]  # recall's message and summary hits (MemoryManager.search)
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,10 @@ class MessageRow:
     score: float
     reply_to_id: int | None = None
 
+    def turn(self) -> Turn:
+        """The message as recall shows it."""
+        return Turn(self.message_id, self.channel_id, self.user_id, self.text, self.at, self.reply_to_id)
+
 
 @dataclass(frozen=True, slots=True)
 class SummaryRow:

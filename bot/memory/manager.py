@@ -36,7 +36,7 @@ from bot.memory.forgetting import redact
 from bot.memory.ingest import StoredCounts, WriteBehindQueue
 from bot.memory.names import NameDirectory
 from bot.memory.question import read as read_question
-from bot.memory.recall import Hit, Recall, Recalled, pack
+from bot.memory.recall import Found, Hit, Recall, Recalled, pack
 from bot.memory.rollups import Rollups
 from bot.memory.scheduler import SummaryScheduler
 from bot.memory.summaries import Summaries
@@ -485,9 +485,7 @@ class MemoryManager:
         merged.sort(key=lambda h: -h.score)
         return merged[:limit]
 
-    async def search(
-        self, guild_id: int, text: str, *, channel_id: int | None, now: datetime | None = None
-    ) -> tuple[list[Hit], list[Hit]]:
+    async def search(self, guild_id: int, text: str, *, channel_id: int | None, now: datetime | None = None) -> Found:
         """Recall's ranked message and summary hits for a message, before they become snippets (a reply starts
         this while the model routes the message, and `recollect` finishes it)."""
         now = now or self.clock.now()
@@ -505,7 +503,7 @@ class MemoryManager:
         budget: int | None = None,
         now: datetime | None = None,
         relevant_only: bool = False,
-        found: Awaitable[tuple[list[Hit], list[Hit]]] | None = None,
+        found: Awaitable[Found] | None = None,
         asked_in: int | None = None,
     ) -> Recalled:
         """What recall gives the model for a message: snippets around the best hits and summaries, packed.

@@ -18,7 +18,7 @@ from bot.text import MENTION
 from db import names as store
 from db.names import fold
 
-__all__ = ["MENTION", "NameDirectory"]
+__all__ = ["MENTION", "NameDirectory", "unnamed"]
 Known = tuple[str, str | None]  # display name, username
 BOOK_SECONDS = 60  # how often a guild's book reads the names stored lately (renames by other processes)
 LATELY = timedelta(hours=1)  # "lately": stored up to this long before the newest name read (clocks, late writers)
@@ -61,6 +61,11 @@ class _Book:
     def lookup(self, key: str) -> list[int]:
         ids = self._index.get(key)
         return [] if ids is None else [ids] if isinstance(ids, int) else sorted(ids)
+
+
+def unnamed(user_id: int | str) -> str:
+    """What a member without a known name is called: neutral, and never a ping."""
+    return f"member {str(user_id)[-4:]}"
 
 
 def _keys(name: Known | None) -> set[str]:
@@ -241,7 +246,7 @@ class NameDirectory:
 
     async def name(self, guild_id: int, user_id: int) -> str:
         """One display name, or a neutral placeholder that never pings."""
-        return (await self.names(guild_id, {user_id})).get(user_id, f"member {str(user_id)[-4:]}")
+        return (await self.names(guild_id, {user_id})).get(user_id, unnamed(user_id))
 
     async def render_mentions(self, guild_id: int, text: str, *, at: bool = True) -> str:
         """Replace `<@id>` mentions by `@name` (or `name`), so the model sees names and nothing echoes a ping."""
@@ -257,7 +262,4 @@ class NameDirectory:
             return texts
         known = {**await self.names(guild_id, ids - set(also or {})), **(also or {})}
         prefix = "@" if at else ""
-        return [
-            MENTION.sub(lambda m: prefix + known.get(int(m.group(1)), f"member {m.group(1)[-4:]}"), text)
-            for text in texts
-        ]
+        return [MENTION.sub(lambda m: prefix + known.get(int(m.group(1)), unnamed(m.group(1))), text) for text in texts]

@@ -140,6 +140,9 @@ class Hit:
         return self.coverage >= 0.75 or (self.matched >= 3 and self.coverage >= 0.5) or self.cosine >= 0.5
 
 
+Found = tuple[list[Hit], list[Hit]]  # a search's ranked message hits and summary hits
+
+
 @dataclass
 class Snippet:
     """A hit and the turns around it, oldest first."""
@@ -201,7 +204,7 @@ class Recall:
         since: datetime | None = None,
         until: datetime | None = None,
         user_id: int | None = None,
-    ) -> tuple[list[Hit], list[Hit]]:
+    ) -> Found:
         """Ranked message hits and summary hits for a question asked in `here` (its own channel may be private)."""
         options = self.options
         terms = question.terms if options.text else []
@@ -224,10 +227,7 @@ class Recall:
                         here=here, limit=POOL, member_limit=MEMBER_POOL,
                     )  # fmt: skip
                     for rows in [everyone, *own.values()]:
-                        for row in rows:
-                            turns[row.message_id] = Turn(
-                                row.message_id, row.channel_id, row.user_id, row.text, row.at, row.reply_to_id
-                            )
+                        turns |= {row.message_id: row.turn() for row in rows}
                     by_author = await store.search_summaries(
                         session,
                         guild_id,
@@ -255,10 +255,7 @@ class Recall:
                         here=here,
                         limit=MEMBER_POOL,
                     ):
-                        turns.setdefault(
-                            row.message_id,
-                            Turn(row.message_id, row.channel_id, row.user_id, row.text, row.at, row.reply_to_id),
-                        )
+                        turns.setdefault(row.message_id, row.turn())
                 if not terms:  # nothing to search for but who and when: their messages in that time
                     for member in members:
                         for row in await store.recent_messages(
@@ -270,10 +267,7 @@ class Recall:
                             since=window[0] if window else None,
                             until=window[1] if window else None,
                         ):
-                            turns.setdefault(
-                                row.message_id,
-                                Turn(row.message_id, row.channel_id, row.user_id, row.text, row.at, row.reply_to_id),
-                            )
+                            turns.setdefault(row.message_id, row.turn())
                 embedding = await embedding_task
                 cosine = await self._meaning(
                     session,

@@ -22,7 +22,7 @@ from bot.memory.claims import Claims
 from bot.memory.clock import Clock, day_bounds, local_day
 from bot.memory.coherence import Generations
 from bot.memory.flight import SingleFlight
-from bot.memory.names import NameDirectory
+from bot.memory.names import NameDirectory, unnamed
 from bot.settings import Settings
 from bot.text import MENTION
 from db import changes
@@ -360,7 +360,7 @@ class Summaries:
         names = await self._names.names(guild_id, {user for _, user, _ in rows} | mentioned)
 
         def name(user_id: int) -> str:
-            return names.get(user_id, f"member {str(user_id)[-4:]}")
+            return names.get(user_id, unnamed(user_id))
 
         return [
             ChatLine(ts, user, name(user), MENTION.sub(lambda m: "@" + name(int(m.group(1))), text))
