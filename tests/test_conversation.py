@@ -273,7 +273,7 @@ async def test_only_deletions_of_names_make_a_guilds_names_be_read_again(engine,
         event.listen(engine.sync_engine, "before_cursor_execute", count)
         try:
             await manager.purge_channel(GUILD, 999)
-            manager._invalidate(GUILD, None, messages_gone=True)  # as for another process's edit or purge
+            manager._invalidate(GUILD, None, "purge_before", messages_gone=True)  # another process's purge
             assert await manager.resolve(GUILD, "carol") == [CAROL]
             assert reads == []
             await manager.forget_member(GUILD, BOB)

@@ -7,7 +7,6 @@ import logging
 import random
 import re
 import weakref
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -16,6 +15,7 @@ from typing import Protocol
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.memory.caches import CacheReport, CountingTTL, drop_entries
+from bot.memory.coherence import Generations
 from db import facts as store
 from db.facts import Revision
 
@@ -75,7 +75,7 @@ class FactsStore:
         self._locks: weakref.WeakValueDictionary[tuple[int, int], asyncio.Lock] = weakref.WeakValueDictionary()
         # Reads for context building; changes made here update it at once, other processes' within 30 s.
         self._recent: CountingTTL[tuple[int, int], str | None] = CountingTTL(65536, READ_CACHE_SECONDS)
-        self._epochs: defaultdict[int, int] = defaultdict(int)  # per guild: a read that saw a change go by is not kept
+        self._changes = Generations()  # per guild: a read that saw a change go by is not kept
 
     def _lock(self, guild_id: int, user_id: int) -> asyncio.Lock:
         key = (guild_id, user_id)
@@ -95,9 +95,9 @@ class FactsStore:
         try:
             return self._recent[key]
         except KeyError:
-            epoch = self._epochs[guild_id]
+            seen = self._changes.of(guild_id)
             value = await self.facts(guild_id, user_id)
-            if self._epochs[guild_id] == epoch:  # no change or purge landed while it was read
+            if self._changes.of(guild_id) == seen:  # no change or purge landed while it was read
                 self._recent[key] = value
             return value
 
@@ -107,7 +107,7 @@ class FactsStore:
 
     def drop_cached(self, guild_id: int, user_id: int | None = None) -> None:
         """Forget cached facts of a member, or of a whole guild (after a purge)."""
-        self._epochs[guild_id] += 1
+        self._changes.bump(guild_id)
         drop_entries(self._recent, guild_id, user_id)
 
     async def remember(self, guild_id: int, user_id: int, fact: str, *, requested_by: int, subject: str) -> FactChange:
@@ -183,7 +183,7 @@ class FactsStore:
                     guild_id=guild_id, user_id=user_id, op=op, before=before, after=after, requested_by=requested_by
                 )
                 if revision_id is not None:
-                    self._epochs[guild_id] += 1
+                    self._changes.bump(guild_id)
                     self._recent[(guild_id, user_id)] = after or None
                     return FactChange(before, after, revision_id)
                 log.info("facts of a member changed under us; merging again")

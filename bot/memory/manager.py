@@ -421,7 +421,7 @@ class MemoryManager:
             if done.anything or change.changed:
                 await changes.record(session, guild_id, user_id, "forget", origin=self.feed.origin, at=self.clock.now())
         self.window.drop(guild_id, None)  # the statement may be in any line of the guild's windows
-        self._invalidate(guild_id, user_id, messages_gone=True)
+        self._invalidate(guild_id, user_id, "forget", messages_gone=True)
         await self._after_deletion()
         redacted = done.counts["messages"] + done.counts["bot_replies"] + done.counts["summaries"]
         return FactChange(
@@ -655,7 +655,7 @@ class MemoryManager:
             await changes.record(session, guild_id, None, what, origin=self.feed.origin, at=self.clock.now())
         # A member's lines (and replies built on their data) go; other purges cannot tell which lines went.
         self.window.drop(guild_id, user_id if what == "forget_member" else None)
-        self._invalidate(guild_id, user_id, messages_gone=what != "channel", names_gone=what in NAMES_CHANGED)
+        self._invalidate(guild_id, user_id, what, messages_gone=what != "channel")
         await self._after_deletion()
         log.info("deleted in guild %s: %s", guild_id, dict(counts))
         return counts
@@ -668,18 +668,17 @@ class MemoryManager:
         """Log a change for other processes and drop what this one cached."""
         async with self.sessions() as session, session.begin():
             await changes.record(session, guild_id, user_id, what, origin=self.feed.origin, at=self.clock.now())
-        self._invalidate(guild_id, user_id, names_gone=what in NAMES_CHANGED)
+        self._invalidate(guild_id, user_id, what)
 
-    def _invalidate(
-        self, guild_id: int, user_id: int | None, *, messages_gone: bool = False, names_gone: bool = False
-    ) -> None:
-        """Drop everything this process cached that a change in the guild (about a member) may have made false.
+    def _invalidate(self, guild_id: int, user_id: int | None, what: str, *, messages_gone: bool = False) -> None:
+        """Drop everything this process cached that a change (`what`, as the change log names it) in the guild
+        (about a member) may have made false.
 
         `messages_gone`: messages were deleted or rewritten in bulk, so the guild's vector index is rebuilt
         (deleted messages never reach anyone anyway: candidates are read back through SQL).
         """
         self.generations.bump(guild_id)  # builds running now will neither cache nor store their result
-        if names_gone:  # only these change names in bulk; reading a guild's names again costs a reply ~100 ms at 20 k
+        if what in NAMES_CHANGED:  # reading a guild's names again costs a reply ~100 ms at 20 k: only for these
             self.names.drop(guild_id, user_id)
         if self._facts is not None:
             self._facts.drop_cached(guild_id, user_id)
@@ -701,7 +700,7 @@ class MemoryManager:
         if change.what in {"forget_member", "purge_guild", "purge_channel", "purge_before", "forget", "messages"}:
             self.window.drop(change.guild_id, None)  # the window cannot tell which lines went
         gone = change.what in {"forget_member", "purge_guild", "purge_channel", "purge_before", "forget"}
-        self._invalidate(change.guild_id, change.user_id, messages_gone=gone, names_gone=change.what in NAMES_CHANGED)
+        self._invalidate(change.guild_id, change.user_id, change.what, messages_gone=gone)
 
     async def _after_writes(self, touched: list[Touched]) -> None:
         """Edits, deletes and re-kindings were stored: drop what was built from the old text, everywhere."""
@@ -716,7 +715,7 @@ class MemoryManager:
                 await deletion.drop_replies(session, guild_id, messages=[r.message_id for r in rows], counts=counts)
                 await vector_rows.forget(session, [r.message_id for r in rows])  # new text: embedded again
                 await changes.record(session, guild_id, None, "messages", origin=self.feed.origin, at=self.clock.now())
-            self._invalidate(guild_id, None)
+            self._invalidate(guild_id, None, "messages")
             if self.vectors is not None:
                 self.vectors.remove(guild_id, [r.message_id for r in rows])  # embedded again if edited
         self._schedule_scrub()

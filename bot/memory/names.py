@@ -14,6 +14,7 @@ from cachetools import TTLCache
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.memory.caches import drop_entries
+from bot.memory.coherence import Generations
 from bot.text import MENTION
 from db import names as store
 from db.names import fold
@@ -133,7 +134,7 @@ class NameDirectory:
         self._books = _Books()
         self._big: TTLCache[int, bool] = TTLCache(maxsize=4096, ttl=600)  # guilds looked up in SQL (counted lately)
         self._timer = timer
-        self._generation: dict[int, int] = {}  # per guild: a book read while it was dropped is not kept
+        self._dropped = Generations()  # per guild: a book read while it was dropped is not kept
         self._reading: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
 
     def note(self, guild_id: int, user_id: int, display_name: str, username: str | None) -> None:
@@ -157,38 +158,41 @@ class NameDirectory:
         """Forget cached names of a member, or of a whole guild (after a purge, an import)."""
         drop_entries(self._recent, guild_id, user_id)
         self._books.pop(guild_id)
-        self._generation[guild_id] = self._generation.get(guild_id, 0) + 1
+        self._dropped.bump(guild_id)
 
     async def _book(self, guild_id: int) -> _Book | None:
         """The guild's names in memory, read or brought up to date as needed; None: a big guild (SQL per call)."""
         read: _Book | None = None
         for _ in range(READS):
-            book = self._books.get(guild_id)
-            if book is not None and self._timer() - book.read_at < BOOK_SECONDS:
+            if (book := self._fresh(guild_id)) is not None:
                 return book
             if guild_id in self._big:
                 return None
             lock = self._reading.setdefault(guild_id, asyncio.Lock())
             async with lock:  # one read per guild at a time: replies arriving together share it
-                book = self._books.get(guild_id)
-                if book is not None and self._timer() - book.read_at < BOOK_SECONDS:
+                if (book := self._fresh(guild_id)) is not None:  # read by the reply this one waited for
                     return book
-                kept, read = await self._read(guild_id, book)
+                kept, read = await self._read(guild_id, self._books.get(guild_id))
                 if kept:
                     return read
             # Dropped while it was read (a member forgotten): what was read may hold them; read again.
         return read  # dropped during every read: this reply has the last one, which is not kept
 
+    def _fresh(self, guild_id: int) -> _Book | None:
+        """The guild's book, if it was read less than BOOK_SECONDS ago."""
+        book = self._books.get(guild_id)
+        return book if book is not None and self._timer() - book.read_at < BOOK_SECONDS else None
+
     async def _read(self, guild_id: int, book: _Book | None) -> tuple[bool, _Book | None]:
         """Read the guild's names (or those stored lately, into `book`); False: dropped meanwhile, not kept."""
-        generation = self._generation.get(guild_id, 0)
+        generation = self._dropped.of(guild_id)
         since = book.newest - LATELY if book is not None and book.newest is not None else None
         async with self._sessions() as session:
             if book is None and await store.count(session, guild_id) > BOOK_MAX:
                 self._big[guild_id] = True
                 return True, None
             rows = await store.names_since(session, guild_id, since)
-        if self._generation.get(guild_id, 0) != generation:
+        if self._dropped.of(guild_id) != generation:
             return False, None
         first = book is None
         book = book or _Book()
