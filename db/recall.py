@@ -63,10 +63,19 @@ def decay_rate(half_life_days: float) -> float:
 
 def fts5_match(guild_id: int | None, terms: list[str], user_id: int | None, *, every: bool = False) -> str:
     """An FTS5 query: the guild (and member) scope AND any (or every) term (terms are plain \\w+ words)."""
-    scopes = ([f"scope:g{guild_id}"] if guild_id is not None else []) + (
+    return _match(_scopes(guild_id, user_id), _words(terms), every=every)
+
+
+def _scopes(guild_id: int | None, user_id: int | None) -> list[str]:
+    """The full-text tokens of a guild's and a member's messages (the scope column: "g<guild> u<user>")."""
+    return ([f"scope:g{guild_id}"] if guild_id is not None else []) + (
         [f"scope:u{user_id}"] if user_id is not None else []
     )
-    return _match(scopes, [f'body:"{t}"' for t in terms], every=every)
+
+
+def _words(terms: list[str]) -> list[str]:
+    """The terms as FTS5 phrases in the message body column."""
+    return [f'body:"{t}"' for t in terms]
 
 
 def _match(scopes: list[str], words: list[str], *, every: bool = False) -> str:
@@ -135,7 +144,7 @@ async def count_ahead(session: AsyncSession, words: list[str], members: list[int
     """Count, in one statement, what the SQLite plans of the searches about to run will ask about: these words
     and these members (nothing to do elsewhere, or for what was counted lately)."""
     if session.bind.dialect.name == "sqlite":  # type: ignore[union-attr]
-        await _count_all(session, [f"scope:u{m}" for m in members] + [f'body:"{w}"' for w in words])
+        await _count_all(session, [s for m in members for s in _scopes(None, m)] + _words(words))
 
 
 async def _count(session: AsyncSession, token: str) -> int:
@@ -154,7 +163,7 @@ async def _common(session: AsyncSession, token: str) -> bool:
 
 async def _matches(session: AsyncSession, terms: list[str]) -> int:
     """At most how many rows the words not common hold (their counts, taken by the plan just before)."""
-    counts = [await _count(session, f'body:"{t}"') for t in terms]
+    counts = [await _count(session, w) for w in _words(terms)]
     return sum(c for c in counts if c <= COMMON)
 
 
@@ -173,10 +182,8 @@ async def _shared_database(session: AsyncSession, guild_id: int) -> bool:
 
 async def _sqlite_plan(session: AsyncSession, guild_id: int, terms: list[str], user_id: int | None) -> Plan:
     """Which candidates to rank (see above); `cover` lets the pool prefer the complete matches, like coord²."""
-    scopes = ([f"scope:g{guild_id}"] if await _shared_database(session, guild_id) else []) + (
-        [f"scope:u{user_id}"] if user_id is not None else []
-    )
-    words = [f'body:"{t}"' for t in terms]
+    scopes = _scopes(guild_id if await _shared_database(session, guild_id) else None, user_id)
+    words = _words(terms)
     await _count_all(session, scopes + words)
     scopes = [s for s in scopes if not await _common(session, s)]
     rare = [w for w in words if not await _common(session, w)]
@@ -286,7 +293,7 @@ def _cut(plan: Plan, limit: int, user_id: int | None, half_life_days: float) -> 
     if set(plan) != {"m_any"} or half_life_days > 0:
         return None
     match, _, cover, rel = plan["m_any"]
-    if user_id is not None and f"scope:u{user_id}" not in match:
+    if user_id is not None and _scopes(None, user_id)[0] not in match:
         return None
     return {"m_any": (match, f" ORDER BY bm25(chat_fts, 0.0, 1.0), rowid DESC LIMIT {CUT * limit}", cover, rel)}
 
