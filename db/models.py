@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -46,7 +47,13 @@ class ChatMessage(Base):
         Index("ix_chat_history_guild_user_ts", "guild_id", "user_id", "timestamp"),
         Index("ix_chat_history_guild_ts", "guild_id", "timestamp"),
         Index("ix_chat_history_channel_message", "channel_id", "message_id"),
-        Index("ix_chat_history_reply_to", "reply_to_id"),
+        # Replies only: a mostly-NULL key made SQLite's planner think the index matched every row (0012).
+        Index(
+            "ix_chat_history_reply_to",
+            "reply_to_id",
+            sqlite_where=text("reply_to_id IS NOT NULL"),
+            postgresql_where=text("reply_to_id IS NOT NULL"),
+        ),
     )
 
 

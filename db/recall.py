@@ -606,21 +606,28 @@ async def around(
             f"AND x.message_id > :n{i})"
         )
     parents = [h.reply_to_id for h in hits if h.reply_to_id is not None]
-    near = f"c.message_id IN ({' UNION ALL '.join(sides)}) OR " if sides else ""
+    # The ids first, each source on its own index, then their rows: one WHERE with the sources OR-ed together
+    # made SQLite's planner scan the guild's messages (7–14 ms at 100,000 messages, for a single hit).
+    replies = "SELECT x.message_id FROM chat_history AS x WHERE x.reply_to_id IN :hits AND x.reply_to_id IS NOT NULL"
+    ids = [*sides, replies]
+    if parents:
+        ids.append("SELECT x.message_id FROM chat_history AS x WHERE x.message_id IN :parents")
     sql = f"""
         SELECT {_COLUMNS} FROM chat_history AS c
-        WHERE ({near}c.reply_to_id IN :hits OR c.message_id IN :parents)
+        WHERE c.message_id IN ({" UNION ALL ".join(ids)})
           AND {scoping.where(scoping.MESSAGES, "c")}
     """
     params = {
         **values,
         "hits": [h.message_id for h in hits],
-        "parents": parents,
+        **({"parents": parents} if parents else {}),
         **scoping.params(Scope(guild_id, here), scoping.MESSAGES),
     }
     if (turns := await _sqlite_turns(session, sql, params)) is not None:
         return turns
     query = scoping.typed(text(sql).columns(timestamp=UTCDateTime()), scoping.MESSAGES).bindparams(
-        *(bindparam(k, type_=BigInteger()) for k in values), _id_list("hits"), _id_list("parents")
+        *(bindparam(k, type_=BigInteger()) for k in values),
+        _id_list("hits"),
+        *([_id_list("parents")] if parents else []),
     )
     return _turns(await session.execute(query, params))
