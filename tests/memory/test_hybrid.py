@@ -203,3 +203,68 @@ async def test_an_edit_while_embedding_waits_for_a_search_is_embedded_as_edited(
     assert stored is not None
     vector = np.frombuffer(stored.vector, dtype=np.int8)
     assert int(np.argmax(vector)) == CONCEPTS["kitten"]  # not the exam it said before the edit
+
+
+async def test_new_messages_are_embedded_without_looking_for_a_backlog_each_time(build, stub, monkeypatch):
+    """The look for messages without a vector walks every message when there are none (15 ms at 100,000): it
+    runs at start and when something may have been stored unnoticed, not after every message that arrives."""
+    memory = await build()
+    await fill(memory)
+    assert memory.embedding is not None
+    looks = 0
+    unembedded = embedding.store.unembedded
+
+    async def counted(*args, **kwargs):
+        nonlocal looks
+        looks += 1
+        return await unembedded(*args, **kwargs)
+
+    monkeypatch.setattr(embedding.store, "unembedded", counted)
+    before = memory.embedding.embedded
+    for i in range(12):
+        await memory.ingest_message(message(f"exam number {i}", author=BOB, at=T0))
+        await memory.flush()
+        for _ in range(100):  # embedded as it arrives, one by one
+            if memory.embedding.embedded > before + i:
+                break
+            await asyncio.sleep(0.01)
+    assert memory.embedding.embedded == before + 12
+    assert looks == 0
+
+
+async def test_messages_stored_unnoticed_are_found_by_the_next_look(build, stub, engine, monkeypatch):
+    """What another process stored (no note here) is embedded within RESCAN_SECONDS, and at once after an
+    import or edit drops the guild (`drop`), without anyone waiting on `idle`."""
+    monkeypatch.setattr(embedding, "RESCAN_SECONDS", 0.3)
+    memory = await build()
+    await fill(memory)
+    assert memory.embedding is not None
+
+    async def store_elsewhere(text: str) -> int:
+        other = MemoryManager(engine, memory.settings, facts_model=AppendingModel())  # no embedder: no note
+        await other.start()
+        try:
+            row = message(text, author=BOB, at=T0)
+            await other.ingest_message(row)
+            await other.flush()
+        finally:
+            await other.close()
+        return row.message_id
+
+    async def embedded(message_id: int) -> bool:
+        for _ in range(150):
+            await memory.flush()
+            async with memory.sessions() as session:
+                if await session.scalar(select(MessageVector.id).where(MessageVector.message_id == message_id)):
+                    return True
+            await asyncio.sleep(0.02)
+        return False
+
+    assert await embedded(await store_elsewhere("the lease ends in june"))  # the periodic look
+    monkeypatch.setattr(embedding, "RESCAN_SECONDS", 3600.0)
+    unnoticed = await store_elsewhere("the kitten sleeps all day")
+    await asyncio.sleep(0.5)
+    async with memory.sessions() as session:
+        assert await session.scalar(select(MessageVector.id).where(MessageVector.message_id == unnoticed)) is None
+    memory.embedding.drop(GUILD)  # as an import's or a purge's change does
+    assert await embedded(unnoticed)
