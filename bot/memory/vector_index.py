@@ -76,18 +76,46 @@ class _Guild:
     size: int = 0
     trained_at: int = 0  # size when the IVF was trained (0: exact index)
     synced: float = field(default_factory=time.monotonic)
-    # Who wrote each indexed message, and when (POSIX seconds): a search can keep to a member or a time.
-    ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    authors: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    times: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+    newest: int = -1  # the largest message id indexed: a newer one cannot be in the index yet
+    # Who wrote each indexed message, and when (POSIX seconds): a search can keep to a member or a time. Kept
+    # in buffers that grow by half as much again when full: appending to exact-size arrays copied all three
+    # (2.4 MB at 100,000 messages) on the event loop for every batch embedded.
+    _ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    _authors: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    _times: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+    _noted: int = 0
 
     # A busy member's selector and how many of `ids` it covers.
     selectors: dict[int, tuple[faiss.IDSelector, int]] = field(default_factory=dict)
 
+    @property
+    def ids(self) -> np.ndarray:
+        return self._ids[: self._noted]
+
+    @property
+    def authors(self) -> np.ndarray:
+        return self._authors[: self._noted]
+
+    @property
+    def times(self) -> np.ndarray:
+        return self._times[: self._noted]
+
     def note(self, ids: np.ndarray, authors: np.ndarray, times: np.ndarray) -> None:
-        self.ids = np.concatenate([self.ids, ids])
-        self.authors = np.concatenate([self.authors, authors])
-        self.times = np.concatenate([self.times, times])
+        end = self._noted + len(ids)
+        if end > len(self._ids):  # a search holding the old buffers' views keeps reading what they held
+            room = max(end, len(self._ids) * 3 // 2, 1024)
+            self._ids, self._authors, self._times = (
+                np.concatenate([old[: self._noted], np.zeros(room - self._noted, old.dtype)])
+                for old in (self._ids, self._authors, self._times)
+            )
+        self._ids[self._noted : end], self._authors[self._noted : end], self._times[self._noted : end] = (
+            ids,
+            authors,
+            times,
+        )
+        self._noted = end
+        if len(ids):
+            self.newest = max(self.newest, int(ids.max()))
 
     def keep_selectors_of(self, ids: np.ndarray, authors: np.ndarray) -> None:
         """Build the busy members' selectors over the first vectors to be noted (in the index's build thread,
@@ -146,8 +174,12 @@ class VectorIndex:
         if guild is None or not message_ids:
             return
         ids = np.array(message_ids, dtype=np.int64)
-        # An edit embeds a message again. faiss's Python wrapper takes an array of ids (its stubs say IDSelector).
-        guild.index.remove_ids(ids)  # type: ignore[arg-type]
+        # An edit (or a message delivered twice) embeds a message again: its old vector goes first. Removing
+        # scans an exact index (3 ms at 100,000 messages, every batch); a message newer than any indexed (what
+        # arrives now: ids grow with time) cannot be there.
+        again = ids[ids <= guild.newest]
+        if len(again):
+            guild.index.remove_ids(again)  # type: ignore[arg-type]  # faiss's wrapper takes an id array
         guild.index.add_with_ids(vectors.astype(np.float32), ids)
         guild.note(ids, np.array(authors, dtype=np.int64), np.array(times, dtype=np.float64))
         guild.size += len(message_ids)

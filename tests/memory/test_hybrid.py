@@ -268,3 +268,43 @@ async def test_messages_stored_unnoticed_are_found_by_the_next_look(build, stub,
         assert await session.scalar(select(MessageVector.id).where(MessageVector.message_id == unnoticed)) is None
     memory.embedding.drop(GUILD)  # as an import's or a purge's change does
     assert await embedded(unnoticed)
+
+
+def _unit(rows: list[list[float]]) -> np.ndarray:
+    array = np.array(rows, dtype=np.float32)
+    return array / np.linalg.norm(array, axis=1, keepdims=True)
+
+
+async def test_arriving_messages_are_indexed_without_a_removal_and_an_edit_replaces_its_vector():
+    """Removing from an exact index scans it (3 ms at 100,000 messages): what arrives now is newer than anything
+    indexed and needs none; a message embedded again (an edit) still loses its old vector."""
+    index = vector_index.VectorIndex(None, "model", 4)  # type: ignore[arg-type]  # no SQL: the guild is given
+    guild = index._guilds[GUILD] = vector_index._Guild(vector_index._exact(4))
+    removed: list[list[int]] = []
+    remove = guild.index.remove_ids
+    guild.index.remove_ids = lambda ids: (removed.append([int(i) for i in ids]), remove(ids))[1]
+    index.add(GUILD, [10, 11], _unit([[1, 0, 0, 0], [0, 1, 0, 0]]), [ALICE, BOB], [1.0, 2.0])
+    index.add(GUILD, [12], _unit([[0, 0, 1, 0]]), [ALICE], [3.0])
+    assert removed == []
+    index.add(GUILD, [11], _unit([[0, 0, 0, 1]]), [BOB], [2.0])  # message 11 edited
+    assert removed == [[11]]
+    found = await index.search(GUILD, _unit([[0, 1, 0, 0]])[0], 10)
+    assert [i for i, _ in found].count(11) == 1 and dict(found)[11] == pytest.approx(0.0, abs=1e-3)
+    assert dict(await index.search(GUILD, _unit([[0, 0, 0, 1]])[0], 10))[11] == pytest.approx(1.0, abs=1e-3)
+
+
+def test_a_guilds_ids_authors_and_times_grow_in_place_and_views_taken_before_stay_whole():
+    guild = vector_index._Guild(vector_index._exact(4))
+    expected: list[int] = []
+    before = guild.ids
+    for start in range(0, 5_000, 7):
+        ids = np.arange(start, start + 7, dtype=np.int64)
+        guild.note(ids, ids * 2, ids.astype(np.float64) / 2)
+        expected += ids.tolist()
+        if start == 2_800:
+            before = guild.ids  # a search under way holds this view while more is noted
+    assert guild.ids.tolist() == expected
+    assert guild.authors.tolist() == [2 * i for i in expected]
+    assert guild.times.tolist() == [i / 2 for i in expected]
+    assert before.tolist() == expected[: len(before)] and len(before) == 2_807
+    assert guild.newest == max(expected)
