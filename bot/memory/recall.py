@@ -78,13 +78,13 @@ def bm25_of(stems: set[str], docs: list[Counter[str]]) -> list[float]:
     """`bm25_scores` of texts already made stems (the ranking reuses them for coverage)."""
     if not docs or not stems:
         return [0.0] * len(docs)
-    avg = sum(sum(d.values()) for d in docs) / len(docs) or 1.0
-    df = {s: sum(1 for d in docs if s in d) for s in stems}
-    idf = {s: math.log(1 + (len(docs) - n + 0.5) / (n + 0.5)) for s, n in df.items()}
+    lengths = [sum(d.values()) for d in docs]
+    avg = sum(lengths) / len(docs) or 1.0
+    present = [[s for s in stems if s in d] for d in docs]  # `in`: a Counter's miss is a Python-level call
+    df = Counter(s for matched in present for s in matched)
+    idf = {s: math.log(1 + (len(docs) - df[s] + 0.5) / (df[s] + 0.5)) for s in stems}
     scores = []
-    for doc in docs:
-        length = sum(doc.values())
-        matched = [s for s in stems if doc[s]]
+    for doc, length, matched in zip(docs, lengths, present, strict=True):
         bm25 = sum(idf[s] * doc[s] * (K1 + 1) / (doc[s] + K1 * (1 - B + B * length / avg)) for s in matched)
         scores.append(bm25 * (len(matched) / len(stems)) ** 2)
     return scores
