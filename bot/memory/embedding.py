@@ -41,8 +41,8 @@ YIELD_SECONDS = 1.0  # the longest a batch waits for replies under way (a busy g
 
 
 class Replies:
-    """Recall searches under way: a batch of background embedding waits until there are none (both want the
-    CPU, and a member is waiting on the search), for up to YIELD_SECONDS."""
+    """Replies under way: a batch of background embedding waits until there are none (both want the CPU, and a
+    member is waiting on the reply; a vector can wait a second), for up to YIELD_SECONDS."""
 
     def __init__(self) -> None:
         self._under_way = 0
@@ -50,8 +50,8 @@ class Replies:
         self._quiet.set()
 
     @contextlib.asynccontextmanager
-    async def searching(self) -> AsyncIterator[None]:
-        """Mark a search under way for its duration."""
+    async def under_way(self) -> AsyncIterator[None]:
+        """Mark a reply (or a search) under way for its duration."""
         self._under_way += 1
         self._quiet.clear()
         try:

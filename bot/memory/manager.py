@@ -144,7 +144,7 @@ class MemoryManager:
         self._zones: dict[int, str] = {}
         self.vectors: VectorIndex | None = None
         self.embedding: EmbeddingWorker | None = None
-        self.replies = Replies()  # recall searches under way, which background embedding lets go first
+        self.replies = Replies()  # replies and searches under way, which background embedding lets go first
         encode_query = None
         self._embedder = embedder
         if embedder is not None:
@@ -490,7 +490,7 @@ class MemoryManager:
         this while the model routes the message, and `recollect` finishes it)."""
         now = now or self.clock.now()
         zone = self.zone(guild_id)
-        async with self.replies.searching():  # background embedding waits meanwhile
+        async with self.replies.under_way():  # background embedding waits meanwhile (a search outside a reply too)
             question = await read_question(text, now=now, zone=zone, resolve=partial(self.resolve_all, guild_id))
             return await self._recall.find(guild_id, question, now=now, zone=zone, here=channel_id)
 

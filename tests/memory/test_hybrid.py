@@ -12,9 +12,11 @@ from google import genai
 from google.genai import types
 from sqlalchemy import func, select
 
+from bot.conversation import Request
 from bot.llm.embeddings import GeminiEmbedder
 from bot.memory import embedding, vector_index
 from bot.memory.manager import MemoryManager
+from bot.responder import Responder
 from db import recall as recall_rows
 from db.models import MessageVector
 from tests.factories import ALICE, BOB, GUILD, T0, message
@@ -171,17 +173,42 @@ async def test_background_embedding_waits_while_a_recall_search_is_under_way(bui
     await fill(memory)
     assert memory.embedding is not None
     before = memory.embedding.embedded
-    async with memory.replies.searching():
+    async with memory.replies.under_way():
         await memory.ingest_message(message("the exam moved to monday", author=BOB, at=T0))
         await asyncio.sleep(0.3)
         assert memory.embedding.embedded == before  # waiting for the search
     await memory.embedding.idle()
     assert memory.embedding.embedded == before + 1
     monkeypatch.setattr(embedding, "YIELD_SECONDS", 0.05)
-    async with memory.replies.searching():  # a search that never ends holds nothing up for long
+    async with memory.replies.under_way():  # a search that never ends holds nothing up for long
         await memory.ingest_message(message("my exam went fine", author=ALICE, at=T0))
         await memory.embedding.idle()
         assert memory.embedding.embedded == before + 2
+
+
+async def test_background_embedding_waits_while_a_reply_is_under_way(build, stub):
+    """Not only the search: a whole reply (its context, the model's turns) goes before a batch of embedding."""
+    memory = await build()
+    await fill(memory)
+    assert memory.embedding is not None
+    before = memory.embedding.embedded
+    answering, release = asyncio.Event(), asyncio.Event()
+
+    async def chatter(request: Request, context: str | None) -> str:
+        answering.set()
+        await release.wait()
+        return "ok"
+
+    responder = Responder(memory, router=None, chatter=chatter, policy="anyone")
+    reply = asyncio.create_task(responder.respond(Request(guild_id=GUILD, author_id=ALICE, text="nice weather")))
+    await answering.wait()
+    await memory.ingest_message(message("the exam moved to monday", author=BOB, at=T0))
+    await asyncio.sleep(0.3)
+    assert memory.embedding.embedded == before  # the reply is still under way
+    release.set()
+    assert (await reply).text == "ok"
+    await memory.embedding.idle()
+    assert memory.embedding.embedded == before + 1
 
 
 async def test_an_edit_while_embedding_waits_for_a_search_is_embedded_as_edited(build, stub):
@@ -190,7 +217,7 @@ async def test_an_edit_while_embedding_waits_for_a_search_is_embedded_as_edited(
     await fill(memory)
     assert memory.embedding is not None
     typo = message("the exam moved", author=BOB, at=T0)
-    async with memory.replies.searching():
+    async with memory.replies.under_way():
         await memory.ingest_message(typo)
         await memory.flush()
         await asyncio.sleep(0.2)  # the worker waits with the message noted
