@@ -82,7 +82,8 @@ class Responder:
             # Both routes a routed message usually takes (chat, a question) recall from the same search: it
             # starts now, so a model's routing time hides it; any other route drops it.
             found = asyncio.ensure_future(
-                self._memory.search(request.guild_id, request.text, channel_id=request.channel_id)
+                # Without summaries: chat has no use for them, and a question searches them after routing.
+                self._memory.search(request.guild_id, request.text, channel_id=request.channel_id, summaries=False)
             )
             try:
                 decision = await self._router(request)

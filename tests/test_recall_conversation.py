@@ -8,11 +8,13 @@ from datetime import timedelta
 import pytest
 
 from bot import recalling
-from bot.conversation import Request, Route, fast_route
+from bot.conversation import Decision, Request, Route, fast_route
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from bot.model_turns import ModelTurns
 from bot.responder import Responder
+from db import recall as recall_store
+from db.summaries import save_day
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, T0, message
 from tests.memory.test_facts import AppendingModel
 
@@ -165,3 +167,44 @@ async def test_the_question_itself_is_never_its_own_answer(memory):
     cited = [line for line in answer.text.splitlines() if line.startswith("• ")]
     assert cited and not any(str(asked.message_id) in line for line in cited)
     assert str(memory.planted.message_id) in cited[0]
+
+
+async def test_routed_questions_get_the_daily_summaries_and_chat_never_searches_them(memory, monkeypatch):
+    """The search begun while the model routes leaves the summaries out: chat has no use for them, and a question
+    about the past searches them once routed, beside its snippets."""
+    async with memory.sessions() as session, session.begin():
+        await save_day(
+            session,
+            GUILD,
+            (T0 - timedelta(days=9)).date(),
+            {BOB: "Bob planned the volcano trip with Ana."},
+            model="stub",
+            version="1",
+            at=T0,
+        )
+    searched = 0
+    search_summaries = recall_store.search_summaries
+
+    async def counted(*args, **kwargs):
+        nonlocal searched
+        searched += 1
+        return await search_summaries(*args, **kwargs)
+
+    monkeypatch.setattr(recall_store, "search_summaries", counted)
+    received: list[str | None] = []
+
+    async def model(request, context):
+        received.append(context)
+        return "ok"
+
+    for route in (Route.CHAT, Route.RECALL):
+
+        async def router(request, route=route):
+            return Decision(route)
+
+        responder = Responder(memory, router=router, chatter=model, policy="anyone", recall_chatter=model)
+        answer = await responder.respond(Request(GUILD, ALICE, "that volcano trip we planned!", channel_id=CHANNEL))
+        assert answer.route is route
+    assert searched == 1  # the question's, not the chat's
+    assert "summary of Bob's day: Bob planned the volcano trip with Ana." in (received[-1] or "")
+    assert "summary of" not in (received[0] or "")

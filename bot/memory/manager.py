@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from bot.lifecycle import Debounced
+from bot.lifecycle import Debounced, keep
 from bot.llm.client import LLM
 from bot.llm.embeddings import Embedder
 from bot.llm.prompts import ChatLine
@@ -485,14 +485,22 @@ class MemoryManager:
         merged.sort(key=lambda h: -h.score)
         return merged[:limit]
 
-    async def search(self, guild_id: int, text: str, *, channel_id: int | None, now: datetime | None = None) -> Found:
+    async def search(
+        self,
+        guild_id: int,
+        text: str,
+        *,
+        channel_id: int | None,
+        now: datetime | None = None,
+        summaries: bool = True,
+    ) -> Found:
         """Recall's ranked message and summary hits for a message, before they become snippets (a reply starts
-        this while the model routes the message, and `recollect` finishes it)."""
+        this while the model routes the message, without `summaries`, and `recollect` finishes it)."""
         now = now or self.clock.now()
         zone = self.zone(guild_id)
         async with self.replies.under_way():  # background embedding waits meanwhile (a search outside a reply too)
             question = await read_question(text, now=now, zone=zone, resolve=partial(self.resolve_all, guild_id))
-            return await self._recall.find(guild_id, question, now=now, zone=zone, here=channel_id)
+            return await self._recall.find(guild_id, question, now=now, zone=zone, here=channel_id, summaries=summaries)
 
     async def recollect(
         self,
@@ -509,15 +517,29 @@ class MemoryManager:
         """What recall gives the model for a message: snippets around the best hits and summaries, packed.
 
         `relevant_only` (chat): only hits that hold most of the message's words or clearly share its meaning,
-        so a chat about nothing in particular costs nothing. `found`: `search` for this message, under way.
+        so a chat about nothing in particular costs nothing. `found`: `search(…, summaries=False)` for this
+        message, under way (its summaries are searched here, beside the snippets, if wanted).
         `asked_in`: the stored message that asks (it matches itself best and answers nothing).
         """
         zone = self.zone(guild_id)
-        hits, summaries = await (found or self.search(guild_id, text, channel_id=channel_id, now=now))
+        now = now or self.clock.now()
+        searched = found or self.search(guild_id, text, channel_id=channel_id, now=now, summaries=not relevant_only)
+        hits, summaries = await searched
         hits = [h for h in hits if asked_in is None or h.message_id != asked_in]
         if relevant_only:
-            hits, summaries = [h for h in hits if h.relevant()], []
-        snippets = await self._recall.snippets(guild_id, hits, here=channel_id)
+            hits = [h for h in hits if h.relevant()]
+        summarising = None
+        if found is not None and not relevant_only:
+            summarising = asyncio.ensure_future(self._summaries_for(guild_id, text, now=now, zone=zone))
+        try:
+            snippets = await self._recall.snippets(guild_id, hits, here=channel_id)
+            if summarising is not None:
+                summaries = await summarising
+        except BaseException:
+            if summarising is not None:
+                summarising.cancel()
+                keep(summarising, name="recall's summaries")
+            raise
         for snippet in snippets:  # the asking message may still come in as a hit's neighbour or reply
             snippet.turns = [t for t in snippet.turns if asked_in is None or t.message_id != asked_in]
         people = {t.user_id for s in snippets for t in s.turns} | {h.user_id for h in summaries}
@@ -525,6 +547,10 @@ class MemoryManager:
         names = await self.names.names(guild_id, people)
         packed = pack(snippets, summaries[:5], names, budget=budget or self.settings.recall_token_budget, zone=zone)
         return Recalled(snippets, summaries[:5], packed)
+
+    async def _summaries_for(self, guild_id: int, text: str, *, now: datetime, zone: str) -> list[Hit]:
+        question = await read_question(text, now=now, zone=zone, resolve=partial(self.resolve_all, guild_id))
+        return await self._recall.find_summaries(guild_id, question, now=now, zone=zone)
 
     def cache_reports(self) -> dict[str, CacheReport]:
         """Hits, misses and size of every cache in front of SQL and the model, by name."""

@@ -204,14 +204,16 @@ class Recall:
         since: datetime | None = None,
         until: datetime | None = None,
         user_id: int | None = None,
+        summaries: bool = True,
     ) -> Found:
-        """Ranked message hits and summary hits for a question asked in `here` (its own channel may be private)."""
+        """Ranked message hits and summary hits for a question asked in `here` (its own channel may be private);
+        without `summaries`, no summary hits (chat has no use for them: `find_summaries` gets them later)."""
         options = self.options
         terms = question.terms if options.text else []
         window = question.window if options.time else None
         members = question.members if options.who else {}
         turns: dict[int, Turn] = {}
-        summaries: dict[tuple[int, date], store.SummaryRow] = {}
+        summary_rows: list[store.SummaryRow] = []
         tz = ZoneInfo(zone)
         embedding_task = asyncio.ensure_future(self._embed_question(guild_id, question))
         try:
@@ -228,20 +230,10 @@ class Recall:
                     )  # fmt: skip
                     for rows in [everyone, *own.values()]:
                         turns |= {row.message_id: row.turn() for row in rows}
-                    by_author = await store.search_summaries(
-                        session,
-                        guild_id,
-                        terms,
-                        authors=list(dict.fromkeys([user_id, *named])),
-                        since=_day(since, tz, date.min),
-                        until=_day(until, tz, date.max, after=True),
-                        today=now.astimezone(tz).date(),
-                        half_life_days=0,
-                        limit=20,
-                    )
-                    for found in by_author.values():
-                        for summary in found:
-                            summaries[(summary.user_id, summary.day)] = summary
+                    if summaries:
+                        summary_rows = await _summary_rows(
+                            session, guild_id, terms, [user_id, *named], since=since, until=until, now=now, tz=tz
+                        )
                 for member in members:  # messages about them: their name, or a mention (its id)
                     for row in await store.search_messages(
                         session,
@@ -283,8 +275,22 @@ class Recall:
         finally:
             embedding_task.cancel()  # a failed or cancelled search: the encoding is wanted no more
         hits = self._rank(guild_id, question, list(turns.values()), cosine, now=now, window=window, members=members)
-        summary_hits = self._rank_summaries(guild_id, terms, list(summaries.values()), tz)
-        return hits, summary_hits
+        return hits, self._rank_summaries(guild_id, terms, summary_rows, tz)
+
+    async def find_summaries(
+        self, guild_id: int, question: Question, *, now: datetime, zone: str = "UTC", user_id: int | None = None
+    ) -> list[Hit]:
+        """`find`'s summary hits alone (a search begun before the route was known leaves them out)."""
+        terms = question.terms if self.options.text else []
+        if not terms:
+            return []
+        named = [m for m in (question.members if self.options.who else {}) if user_id in (None, m)]
+        tz = ZoneInfo(zone)
+        async with self._sessions() as session:
+            rows = await _summary_rows(
+                session, guild_id, terms, [user_id, *named], since=None, until=None, now=now, tz=tz
+            )
+        return self._rank_summaries(guild_id, terms, rows, tz)
 
     async def _embed_question(self, guild_id: int, question: Question) -> np.ndarray | None:
         """The question's vector (None: no vectors for this question)."""
@@ -445,6 +451,32 @@ class Recall:
         for snippet in snippets:
             snippet.turns.sort(key=lambda t: (t.at, t.message_id))
         return snippets
+
+
+async def _summary_rows(
+    session: AsyncSession,
+    guild_id: int,
+    terms: list[str],
+    authors: list[int | None],
+    *,
+    since: datetime | None,
+    until: datetime | None,
+    now: datetime,
+    tz: ZoneInfo,
+) -> list[store.SummaryRow]:
+    """Everyone's (or the asker's) and each named member's best daily summaries about the words, each once."""
+    by_author = await store.search_summaries(
+        session,
+        guild_id,
+        terms,
+        authors=list(dict.fromkeys(authors)),
+        since=_day(since, tz, date.min),
+        until=_day(until, tz, date.max, after=True),
+        today=now.astimezone(tz).date(),
+        half_life_days=0,
+        limit=20,
+    )
+    return list({(s.user_id, s.day): s for found in by_author.values() for s in found}.values())
 
 
 def _day(moment: datetime | None, tz: ZoneInfo, default: date, *, after: bool = False) -> date:
