@@ -61,11 +61,13 @@ class Replies:
             if not self._under_way:
                 self._quiet.set()
 
-    async def quiet(self) -> None:
-        """Return when no search is under way, or after YIELD_SECONDS."""
+    async def quiet(self) -> bool:
+        """Return when no reply is under way (True), or after YIELD_SECONDS (False)."""
         with contextlib.suppress(TimeoutError):  # not wait_for: on 3.11 it can swallow a cancel
             async with asyncio.timeout(YIELD_SECONDS):
                 await self._quiet.wait()
+                return True
+        return False
 
 
 def encoder(embedder: Embedder, task: Task) -> Callable[[list[str]], Awaitable[np.ndarray]]:
@@ -168,10 +170,12 @@ class EmbeddingWorker:
     async def _run(self) -> None:
         while True:
             try:
-                await self._replies.quiet()  # before taking a batch: a drop while waiting must still reach it
+                # Before taking a batch: a drop while waiting must still reach it. Replies that never stop (a busy
+                # guild, a slow model) get a larger batch each second, so embedding keeps up with the messages.
+                size = BATCH if await self._replies.quiet() else BACKLOG_BATCH
                 epochs = dict(self._epochs)  # a guild dropped from here on: its part of the batch is discarded
                 if self._pending:
-                    batch = [self._pending.popleft() for _ in range(min(BATCH, len(self._pending)))]
+                    batch = [self._pending.popleft() for _ in range(min(size, len(self._pending)))]
                 elif self._looked < self._asked or time.monotonic() - self._scanned >= RESCAN_SECONDS:
                     asked = self._asked
                     await self._flush()  # what was just embedded must be stored, or it reads as backlog
@@ -183,6 +187,8 @@ class EmbeddingWorker:
                     batch = []
                 if not batch:
                     self._wake.clear()
+                    if self._pending or self._looked < self._asked:  # noted or dropped during the look
+                        continue
                     with contextlib.suppress(TimeoutError):  # not wait_for: on 3.11 it can swallow a cancel
                         async with asyncio.timeout(max(0.0, self._scanned + RESCAN_SECONDS - time.monotonic())):
                             await self._wake.wait()

@@ -535,10 +535,16 @@ class MemoryManager:
             snippets = await self._recall.snippets(guild_id, hits, here=channel_id)
             if summarising is not None:
                 summaries = await summarising
-        except BaseException:
-            if summarising is not None:
+        except BaseException as error:
+            if summarising is not None and not summarising.done():
                 summarising.cancel()
-                keep(summarising, name="recall's summaries")
+                keep(summarising, name="recall's summaries")  # an error it meets is logged, not lost
+            elif (
+                summarising is not None
+                and not summarising.cancelled()
+                and (other := summarising.exception()) not in (None, error)
+            ):
+                log.warning("recall's summaries failed too", exc_info=other)
             raise
         for snippet in snippets:  # the asking message may still come in as a hit's neighbour or reply
             snippet.turns = [t for t in snippet.turns if asked_in is None or t.message_id != asked_in]

@@ -1,0 +1,82 @@
+"""The background embedding worker's loop alone (encoder, index and store stand in): what wakes it, and how
+much it takes when replies never stop."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from bot.memory import embedding
+from bot.memory.embedding import EmbeddingWorker, Replies
+
+
+class Index:
+    model = "model"
+
+    def add(self, *args: object) -> None:
+        pass
+
+
+def worker(looks: list[float], batches: list[int], replies: Replies | None = None) -> EmbeddingWorker:
+    async def encode(texts: list[str]) -> np.ndarray:
+        batches.append(len(texts))
+        return np.full((len(texts), 4), 0.5, dtype=np.float32)
+
+    async def store(vector: object) -> None:
+        pass
+
+    async def flush() -> None:
+        pass
+
+    class Looking(EmbeddingWorker):
+        async def _backlog(self) -> list[embedding.Pending]:
+            looks.append(asyncio.get_running_loop().time())
+            await asyncio.sleep(0.1)  # a look in flight (the walk over the messages)
+            return []
+
+    return Looking(encode, Index(), store, None, flush, replies=replies)  # type: ignore[arg-type]
+
+
+async def test_a_drop_during_a_look_is_looked_at_again_soon():
+    """An edit's vector forgotten in SQL after a look read past it: the drop asks for another look, which comes
+    at once, not at the next periodic one (RESCAN_SECONDS)."""
+    looks: list[float] = []
+    running = worker(looks, [])
+    running.start()
+    await asyncio.sleep(0.05)
+    assert len(looks) == 1  # the start's look, in flight
+    running.drop(1)
+    await asyncio.sleep(0.5)
+    await running.close()
+    assert len(looks) == 2
+
+
+async def test_a_message_noted_during_a_look_is_embedded_soon():
+    looks: list[float] = []
+    running = worker(looks, [])
+    running.start()
+    await asyncio.sleep(0.05)
+    running.note(5, 1, "hello", 7, datetime.now(UTC))
+    await asyncio.sleep(0.5)
+    await running.close()
+    assert running.embedded == 1
+
+
+async def test_replies_that_never_stop_get_larger_batches(monkeypatch: pytest.MonkeyPatch):
+    """A busy guild with a slow model always has a reply under way: each batch waits YIELD_SECONDS, and then
+    takes up to BACKLOG_BATCH, not BATCH, so embedding keeps up with what arrives."""
+    monkeypatch.setattr(embedding, "YIELD_SECONDS", 0.1)
+    replies, batches = Replies(), list[int]()
+    running = worker([], batches, replies)
+    async with replies.under_way():
+        running.start()
+        for i in range(300):
+            running.note(1000 + i, 1, f"message {i}", 7, datetime.now(UTC))
+        await asyncio.sleep(0.5)
+        assert batches[0] == embedding.BACKLOG_BATCH
+    await running.idle()
+    await running.close()
+    assert running.embedded == 300 and batches[-1] <= embedding.BATCH
