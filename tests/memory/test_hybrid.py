@@ -6,20 +6,23 @@ import asyncio
 import re
 from datetime import timedelta
 
+import aiosqlite
 import numpy as np
 import pytest
 from google import genai
 from google.genai import types
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 
-from bot.conversation import Request
+from bot.conversation import Decision, Request, Route
+from bot.llm.client import LLM
 from bot.llm.embeddings import GeminiEmbedder
+from bot.llm.prompts import load_prompts
 from bot.memory import embedding, vector_index
 from bot.memory.manager import MemoryManager
 from bot.responder import Responder
 from db import recall as recall_rows
 from db.models import MessageVector
-from tests.factories import ALICE, BOB, GUILD, T0, message
+from tests.factories import ALICE, BOB, CHANNEL, GUILD, T0, message
 from tests.gemini_stub import GeminiStub
 from tests.memory.test_facts import AppendingModel
 
@@ -335,3 +338,51 @@ def test_a_guilds_ids_authors_and_times_grow_in_place_and_views_taken_before_sta
     assert guild.times.tolist() == [i / 2 for i in expected]
     assert before.tolist() == expected[: len(before)] and len(before) == 2_807
     assert guild.newest == max(expected)
+
+
+async def test_a_chat_lines_recall_takes_at_most_three_statements(engine, settings, stub, monkeypatch):
+    """Words counted before (a chat's words recur): the full-text search, the rows of the nearest vectors and the
+    turns around the relevant hit — no summaries (chat drops them), no names (from memory), no facts read
+    twice (the context's cache)."""
+    client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=stub.base_url))
+    embedder = GeminiEmbedder(client, "gemini-embedding-001", dimensions=4, timeout_s=5)
+    memory = MemoryManager(engine, settings, llm=LLM(None, prompts=load_prompts()), embedder=embedder)
+    await memory.start()
+    try:
+        await fill(memory)
+        sent: list[str] = []
+
+        def count(conn: object, cursor: object, statement: str, *args: object) -> None:
+            sent.append(statement)
+
+        execute = aiosqlite.Connection._execute
+
+        async def counting(self: aiosqlite.Connection, fn: object, *args: object, **kwargs: object) -> object:
+            if getattr(fn, "__name__", "") in {"execute", "_execute_fetchall", "executemany"}:
+                sent.append(str(args[0]))  # SQLite's lean reads go past SQLAlchemy's events
+            return await execute(self, fn, *args, **kwargs)
+
+        async def router(request: Request) -> Decision:
+            return Decision(Route.CHAT)
+
+        async def model(request: Request, context: str | None) -> str:
+            return context or ""
+
+        responder = Responder(memory, router=router, chatter=model, policy="anyone")
+        await responder.respond(Request(GUILD, ALICE, "my blue kettle is broken", channel_id=CHANNEL))  # words counted
+        if engine.dialect.name == "sqlite":
+            monkeypatch.setattr(aiosqlite.Connection, "_execute", counting)
+        else:
+            event.listen(engine.sync_engine, "before_cursor_execute", count)
+        try:
+            answer = await responder.respond(Request(GUILD, ALICE, "is the blue kettle broken?", channel_id=CHANNEL))
+        finally:
+            monkeypatch.undo()
+            if engine.dialect.name != "sqlite":
+                event.remove(engine.sync_engine, "before_cursor_execute", count)
+        assert "the blue kettle is broken" in answer.text  # recall found it and gave it to the model
+        assert len(sent) <= 3, sent
+        assert not any("summar" in statement for statement in sent)
+    finally:
+        await memory.close()
+        await client.aio.aclose()
