@@ -67,10 +67,15 @@ INSERT INTO dead_letters (at, guild_id, channel_id, user_id, message_id, reason,
 VALUES ({p1}, {p2}, {p3}, {p4}, {p5}, {p6}, {p7})
 """
 _REPLY_SOURCE = "INSERT INTO reply_sources (reply_id, guild_id, user_id, message_id) VALUES ({p1}, {p2}, {p3}, {p4})"
-# Only while the message is stored: a vector computed for a message deleted meanwhile is dropped quietly.
+# Only while the message is stored and still says what was embedded: a vector computed for a message deleted or
+# edited meanwhile is dropped quietly (an edit that landed while the old text was being embedded would otherwise
+# leave the old meaning behind: the edit's own re-embedding comes from the backlog).
 _VECTOR = """
 INSERT INTO message_vectors (message_id, guild_id, model, vector, scale)
-SELECT {p1}, {p2}, {p3}, {p4}, {p5} WHERE EXISTS (SELECT 1 FROM chat_history WHERE message_id = {p1})
+SELECT {p1}, {p2}, {p3}, {p4}, {p5} WHERE EXISTS (
+    SELECT 1 FROM chat_history
+    WHERE message_id = {p1} AND (CAST({p6} AS TEXT) IS NULL OR message_text = CAST({p6} AS TEXT))
+)
 ON CONFLICT (message_id) DO UPDATE SET model = excluded.model, vector = excluded.vector, scale = excluded.scale
 """
 _TOUCHED = "SELECT message_id, guild_id, user_id, timestamp FROM chat_history WHERE message_id IN ({marks})"
@@ -225,7 +230,7 @@ class BatchWriter:
                 statements.append((self._kind, [(int(k.kind), k.message_id) for k in items]))
             elif kind is MessageVector:
                 statements.append(
-                    (self._vector, [(v.message_id, v.guild_id, v.model, v.vector, v.scale) for v in items])
+                    (self._vector, [(v.message_id, v.guild_id, v.model, v.vector, v.scale, v.text) for v in items])
                 )
             elif kind is ReplySource:
                 statements.append((self._source, [(r.reply_id, r.guild_id, r.user_id, r.message_id) for r in items]))

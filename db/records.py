@@ -81,13 +81,15 @@ class ReplySource:
 
 @dataclass(frozen=True, slots=True)
 class MessageVector:
-    """A message's embedding (int8 bytes × scale), stored only while the message is."""
+    """A message's embedding (int8 bytes × scale), stored only while the message is, and only while it still
+    says `text`, what was embedded (None: any text; records spilled by an older version)."""
 
     message_id: int
     guild_id: int
     model: str
     vector: bytes
     scale: float
+    text: str | None = None
 
 
 IngestOp = IncomingMessage | MessageEdit | MessageDelete | MessageKind | ReplySource | MessageVector

@@ -212,7 +212,9 @@ class EmbeddingWorker:
         if len(kept) < len(batch):
             batch, vectors = [batch[i] for i in kept], vectors[kept]
         for pending, (blob, scale) in zip(batch, quantize(vectors), strict=True):
-            await self._store(MessageVector(pending.message_id, pending.guild_id, self._index.model, blob, scale))
+            await self._store(
+                MessageVector(pending.message_id, pending.guild_id, self._index.model, blob, scale, pending.text)
+            )
         by_guild: dict[int, list[int]] = {}
         for i, pending in enumerate(batch):
             by_guild.setdefault(pending.guild_id, []).append(i)

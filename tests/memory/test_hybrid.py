@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from dataclasses import replace
 from datetime import timedelta
 
 import aiosqlite
@@ -22,6 +23,7 @@ from bot.memory.manager import MemoryManager
 from bot.responder import Responder
 from db import recall as recall_rows
 from db.models import MessageVector
+from db.records import MessageVector as Vector
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, T0, message
 from tests.gemini_stub import GeminiStub
 from tests.memory.test_facts import AppendingModel
@@ -386,3 +388,31 @@ async def test_a_chat_lines_recall_takes_at_most_three_statements(engine, settin
     finally:
         await memory.close()
         await client.aio.aclose()
+
+
+async def test_a_vector_of_words_a_message_no_longer_says_is_not_stored(build):
+    """An edit that lands while the old text is being embedded: the old text's vector arrives after the edit
+    (and after the forgetting of the message's vector) and must not be stored; the new text's is."""
+    memory = await build(hybrid=False)
+    typo = message("the exam moved", author=BOB, at=T0)
+    await memory.ingest_message(typo)
+    await memory.flush()
+    await memory.ingest_edit(typo.message_id, "my kitten is lost", T0, guild_id=GUILD)
+    await memory.flush()
+
+    async def stored() -> int:
+        async with memory.sessions() as session:
+            return int(
+                await session.scalar(
+                    select(func.count()).select_from(MessageVector).where(MessageVector.message_id == typo.message_id)
+                )
+                or 0
+            )
+
+    old = Vector(typo.message_id, GUILD, "model", bytes(4), 0.01, "the exam moved")
+    await memory.ingest.put(old)
+    await memory.flush()
+    assert await stored() == 0
+    await memory.ingest.put(replace(old, text="my kitten is lost"))
+    await memory.flush()
+    assert await stored() == 1

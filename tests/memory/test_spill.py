@@ -16,7 +16,7 @@ from bot.memory.ingest import WriteBehindQueue
 from bot.memory.spill import decode, encode
 from db.messages import DeadLetter
 from db.models import ChatMessage
-from db.records import Kind, MessageDelete, MessageEdit, MessageKind, ReplySource
+from db.records import Kind, MessageDelete, MessageEdit, MessageKind, MessageVector, ReplySource
 from tests.factories import T0, message, minutes
 
 
@@ -56,11 +56,15 @@ def test_every_kind_of_operation_survives_the_file_format():
         MessageKind(2**60 + 3, Kind.COMMAND),
         ReplySource(2**60 + 4, 2**60 + 1, user_id=2**60 + 8),
         DeadLetter(message("refused"), "IntegrityError: no"),
+        MessageVector(2**60 + 10, 2**60 + 1, "model", bytes([1, 255, 0]), 0.25, "what was embedded \u2603"),
     ]
     for op in ops:
         line = encode(op)
         assert "\n" not in line
         assert decode(line) == op
+    older = json.loads(encode(ops[-1]))  # a vector spilled before vectors carried their text: any text
+    del older["text"]
+    assert decode(json.dumps(older)) == replace(ops[-1], text=None)
 
 
 async def test_a_full_queue_never_waits_while_storage_is_down_and_catches_up_in_order(engine, tmp_path):
