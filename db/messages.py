@@ -172,7 +172,12 @@ def _parse_time(value: Any) -> datetime:
 
 def _payload(op: IngestOp) -> str:
     # "record", not "kind": a message's own `kind` field (speech, command, bot) would overwrite it.
-    return json.dumps({"record": type(op).__name__, **asdict(op)}, default=str, ensure_ascii=True)
+    fields = asdict(op)
+    if isinstance(op, MessageVector):
+        # The words it was embedded from are the message's own: kept here, they would outlive the member's
+        # deletion and a "forget that…" (which find a dead letter by its author, channel and "content").
+        fields.pop("text", None)
+    return json.dumps({"record": type(op).__name__, **fields}, default=str, ensure_ascii=True)
 
 
 def touched_ids(ops: Sequence[IngestOp]) -> list[int]:

@@ -12,7 +12,15 @@ from datetime import date, datetime
 from sqlalchemy import BigInteger, Integer, String, bindparam, delete, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.models import ChatMessage, DailySummary, DeadLetter, HistoricalSummary, ReplySource, Rollup
+from db.models import (
+    ChatMessage,
+    DailySummary,
+    DeadLetter,
+    HistoricalSummary,
+    MessageVector,
+    ReplySource,
+    Rollup,
+)
 from db.types import UTCDateTime
 
 LIMIT = 20_000
@@ -83,7 +91,8 @@ async def derived_of(session: AsyncSession, guild_id: int) -> list[Derived]:
 
 
 async def rewrite_message(session: AsyncSession, message_id: int, new_text: str | None) -> None:
-    """Store a message's remaining text, or delete it (None)."""
+    """Store a message's remaining text, or delete it (None). Its vector goes either way (a deleted message's
+    by its foreign key): it holds the meaning of the words removed, and the remaining text is embedded again."""
     if new_text is None:
         await session.execute(delete(ChatMessage).where(ChatMessage.message_id == message_id))
         await session.execute(delete(ReplySource).where(ReplySource.reply_id == message_id))
@@ -91,6 +100,7 @@ async def rewrite_message(session: AsyncSession, message_id: int, new_text: str 
         await session.execute(
             update(ChatMessage).where(ChatMessage.message_id == message_id).values(message_text=new_text)
         )
+        await session.execute(delete(MessageVector).where(MessageVector.message_id == message_id))
 
 
 async def delete_derived(session: AsyncSession, rows: list[Derived]) -> None:

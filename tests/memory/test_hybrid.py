@@ -22,7 +22,7 @@ from bot.memory import embedding, vector_index
 from bot.memory.manager import MemoryManager
 from bot.responder import Responder
 from db import recall as recall_rows
-from db.models import MessageVector
+from db.models import ChatMessage, MessageVector
 from db.records import MessageVector as Vector
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, T0, message
 from tests.gemini_stub import GeminiStub
@@ -416,3 +416,28 @@ async def test_a_vector_of_words_a_message_no_longer_says_is_not_stored(build):
     await memory.ingest.put(replace(old, text="my kitten is lost"))
     await memory.flush()
     assert await stored() == 1
+
+
+async def test_forget_that_takes_the_meaning_of_the_words_it_removes_from_a_messages_vector(build, stub):
+    """A message "forget that…" rewrites keeps no vector of the words removed: the vector goes with them, and the
+    remaining text is embedded again; a meaning search for what was forgotten no longer finds the message."""
+    memory = await build()
+    await fill(memory)
+    said = message("my kitten is cute. I failed my exam today", author=BOB, name="Bob", at=T0)
+    await memory.ingest_message(said)  # after fill(), whose messages call Bob "alice": his name is Bob again
+    assert memory.embedding is not None
+    await memory.embedding.idle()
+    await memory.flush()
+    change = await memory.forget(GUILD, BOB, "Bob failed his exam", requested_by=BOB)
+    assert change.redacted >= 1
+    await memory.embedding.idle()
+    await memory.flush()
+    async with memory.sessions() as session:
+        text = await session.scalar(select(ChatMessage.message_text).where(ChatMessage.message_id == said.message_id))
+        stored = await session.scalar(select(MessageVector).where(MessageVector.message_id == said.message_id))
+    assert text is not None and "exam" not in text and "kitten" in text
+    assert stored is not None  # the remaining words, embedded again
+    vector = np.frombuffer(stored.vector, dtype=np.int8)
+    assert vector[CONCEPTS["exam"]] == 0 and vector[CONCEPTS["kitten"]] > 0
+    found = await memory.vectors.search(GUILD, np.array(concept_vector("exam"), dtype=np.float32), 10)  # type: ignore[union-attr]
+    assert said.message_id not in {i for i, score in found if score > 0.1}

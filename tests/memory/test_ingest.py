@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from sqlalchemy import func, select, text
@@ -12,7 +13,9 @@ from bot.memory.ingest import WriteBehindQueue
 from bot.memory.manager import MemoryManager
 from bot.settings import Settings
 from db.engine import create_session_factory
+from db.messages import _payload
 from db.models import ChatMessage, MemberName, UserOptOut
+from db.records import MessageVector
 from tests.factories import ALICE, BOB, GUILD, T0, message, minutes
 
 
@@ -167,3 +170,11 @@ async def test_count_by_guild_index_query(manager, engine):
             select(func.count()).where(ChatMessage.guild_id == GUILD, ChatMessage.timestamp >= T0 + minutes(10))
         )
     assert n == 20
+
+
+def test_a_refused_vectors_dead_letter_keeps_no_words():
+    """A dead letter is found by its author, channel and "content" when a member is forgotten or a statement is;
+    a vector's has none of those, so the words it was embedded from (the message's own) stay out of it."""
+    payload = json.loads(_payload(MessageVector(2**60 + 9, GUILD, "model", bytes([1, 2]), 0.5, "bob's secret words")))
+    assert payload["record"] == "MessageVector" and payload["message_id"] == 2**60 + 9
+    assert "secret" not in json.dumps(payload)
