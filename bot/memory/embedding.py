@@ -219,10 +219,6 @@ class EmbeddingWorker:
         for i, pending in enumerate(batch):
             by_guild.setdefault(pending.guild_id, []).append(i)
         for guild_id, rows in by_guild.items():
-            if self._epochs.get(guild_id, 0) != epochs.get(guild_id, 0):
-                # Dropped while the vectors were queued (an edit's write): the database keeps only a vector of the
-                # text its message still says, and this index must not keep the old meaning either.
-                continue
             self._index.add(
                 guild_id,
                 [batch[i].message_id for i in rows],

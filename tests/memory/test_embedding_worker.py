@@ -80,29 +80,3 @@ async def test_replies_that_never_stop_get_larger_batches(monkeypatch: pytest.Mo
     await running.idle()
     await running.close()
     assert running.embedded == 300 and batches[-1] <= embedding.BATCH
-
-
-async def test_vectors_of_a_guild_dropped_while_they_were_stored_stay_out_of_the_index():
-    """An edit's write lands while a batch's vectors are being queued: the database keeps only a vector of the
-    message's current text, so the index must not take the old one either (its next sync reads what was kept)."""
-    added: list[int] = []
-
-    class Recording(Index):
-        def add(self, *args: object) -> None:
-            added.extend(args[1])  # type: ignore[arg-type]  # (guild, ids, vectors, authors, times)
-
-    running: EmbeddingWorker | None = None
-
-    async def encode(texts: list[str]) -> np.ndarray:
-        return np.full((len(texts), 4), 0.5, dtype=np.float32)
-
-    async def store(vector: object) -> None:
-        assert running is not None
-        running.drop(1)  # the edit's invalidation, while this vector waits for the writer
-
-    async def flush() -> None:
-        pass
-
-    running = EmbeddingWorker(encode, Recording(), store, None, flush)  # type: ignore[arg-type]
-    await running._embed([embedding.Pending(5, 1, "old words", 7, 0.0), embedding.Pending(6, 2, "other", 7, 0.0)], {})
-    assert added == [6]  # guild 2 was not dropped
