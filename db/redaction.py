@@ -12,15 +12,8 @@ from datetime import date, datetime
 from sqlalchemy import BigInteger, Integer, String, bindparam, delete, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.models import (
-    ChatMessage,
-    DailySummary,
-    DeadLetter,
-    HistoricalSummary,
-    MessageVector,
-    ReplySource,
-    Rollup,
-)
+from db import vectors
+from db.models import ChatMessage, DailySummary, DeadLetter, HistoricalSummary, ReplySource, Rollup
 from db.types import UTCDateTime
 
 LIMIT = 20_000
@@ -100,7 +93,7 @@ async def rewrite_message(session: AsyncSession, message_id: int, new_text: str 
         await session.execute(
             update(ChatMessage).where(ChatMessage.message_id == message_id).values(message_text=new_text)
         )
-        await session.execute(delete(MessageVector).where(MessageVector.message_id == message_id))
+        await vectors.forget(session, [message_id])
 
 
 async def delete_derived(session: AsyncSession, rows: list[Derived]) -> None:
