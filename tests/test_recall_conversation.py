@@ -171,7 +171,7 @@ async def test_the_question_itself_is_never_its_own_answer(memory):
 
 async def test_routed_questions_get_the_daily_summaries_and_chat_never_searches_them(memory, monkeypatch):
     """The search begun while the model routes leaves the summaries out: chat has no use for them, and a question
-    about the past searches them once routed, beside its snippets."""
+    about the past searches them once routed, after its snippets."""
     async with memory.sessions() as session, session.begin():
         await save_day(
             session,

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from bot.lifecycle import Debounced, keep
+from bot.lifecycle import Debounced
 from bot.llm.client import LLM
 from bot.llm.embeddings import Embedder
 from bot.llm.prompts import ChatLine
@@ -518,7 +518,7 @@ class MemoryManager:
 
         `relevant_only` (chat): only hits that hold most of the message's words or clearly share its meaning,
         so a chat about nothing in particular costs nothing. `found`: `search(…, summaries=False)` for this
-        message, under way (its summaries are searched here, beside the snippets, if wanted).
+        message, under way (its summaries are searched here, if wanted).
         `asked_in`: the stored message that asks (it matches itself best and answers nothing).
         """
         zone = self.zone(guild_id)
@@ -528,24 +528,9 @@ class MemoryManager:
         hits = [h for h in hits if asked_in is None or h.message_id != asked_in]
         if relevant_only:
             hits = [h for h in hits if h.relevant()]
-        summarising = None
-        if found is not None and not relevant_only:
-            summarising = asyncio.ensure_future(self._summaries_for(guild_id, text, now=now, zone=zone))
-        try:
-            snippets = await self._recall.snippets(guild_id, hits, here=channel_id)
-            if summarising is not None:
-                summaries = await summarising
-        except BaseException as error:
-            if summarising is not None and not summarising.done():
-                summarising.cancel()
-                keep(summarising, name="recall's summaries")  # an error it meets is logged, not lost
-            elif (
-                summarising is not None
-                and not summarising.cancelled()
-                and (other := summarising.exception()) not in (None, error)
-            ):
-                log.warning("recall's summaries failed too", exc_info=other)
-            raise
+        snippets = await self._recall.snippets(guild_id, hits, here=channel_id)
+        if found is not None and not relevant_only:  # a question: the summaries its routed search left out
+            summaries = await self._summaries_for(guild_id, text, now=now, zone=zone)
         for snippet in snippets:  # the asking message may still come in as a hit's neighbour or reply
             snippet.turns = [t for t in snippet.turns if asked_in is None or t.message_id != asked_in]
         people = {t.user_id for s in snippets for t in s.turns} | {h.user_id for h in summaries}
