@@ -123,7 +123,6 @@ class EmbeddingWorker:
         self._pending: deque[Pending] = deque()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._backlog_done = False
         self._asked = 1  # looks asked for (a fresh start asks one): there may be messages without a vector
         self._looked = 0  # of those, the ones a finished look began after
         self._scanned = -math.inf  # time.monotonic() of the last look
@@ -145,7 +144,6 @@ class EmbeddingWorker:
 
     def _look_again(self) -> None:
         self._asked += 1
-        self._backlog_done = False
         self._wake.set()
 
     def start(self) -> None:
@@ -156,7 +154,7 @@ class EmbeddingWorker:
     async def idle(self) -> None:
         """Wait until what was noted so far, and the backlog, are embedded (tests, benchmarks, imports)."""
         self._look_again()  # what was stored without being noted here (another process, a bulk write) too
-        while self._pending or not self._backlog_done:
+        while self._pending or self._looked < self._asked:  # a look that began after this call found none
             self._wake.set()
             await asyncio.sleep(0.02)
 
@@ -182,7 +180,6 @@ class EmbeddingWorker:
                     batch = await self._backlog()
                     self._scanned = time.monotonic()
                     self._looked = asked - 1 if batch else asked  # more may wait behind these: look until none do
-                    self._backlog_done = self._looked == self._asked
                 else:
                     batch = []
                 if not batch:
