@@ -7,6 +7,7 @@ import os
 import threading
 
 import numpy as np
+import onnx
 import pytest
 
 from bench.offline_embedders import MiniLMEmbedder
@@ -23,8 +24,8 @@ TEXTS = [
 ]
 
 
-def test_the_graph_matches_the_numpy_reference_one_text_at_a_time_and_in_padded_batches() -> None:
-    model = load_minilm()
+def test_the_float_graph_matches_the_numpy_reference_one_text_at_a_time_and_in_padded_batches() -> None:
+    model = load_minilm(int8=False)
     assert model is not None
     reference = MiniLMEmbedder().embed(TEXTS)
     alone = np.vstack([model.encode([t]) for t in TEXTS])
@@ -35,6 +36,21 @@ def test_the_graph_matches_the_numpy_reference_one_text_at_a_time_and_in_padded_
         np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
     # Not a constant: different texts get clearly different vectors.
     assert float(alone[0] @ alone[2]) < 0.9
+
+
+def test_the_int8_graph_the_bot_runs_stays_close_to_the_reference_and_is_really_quantized() -> None:
+    model = load_minilm()
+    assert model is not None
+    ops = {node.op_type for node in onnx.load_from_string(model._session._model_bytes).graph.node}
+    assert {"DynamicQuantizeLinear", "MatMulInteger"} <= ops
+    reference = MiniLMEmbedder().embed(TEXTS)
+    alone = np.vstack([model.encode([t]) for t in TEXTS])
+    batched = model.encode(TEXTS)
+    np.testing.assert_allclose(batched, alone, atol=1e-6)  # a text's vector never depends on its batch-mates
+    np.testing.assert_allclose(np.linalg.norm(alone, axis=1), 1.0, atol=1e-5)
+    assert np.all(np.sum(alone * reference, axis=1) >= 0.96)  # each text keeps its meaning
+    # ... and what is near what stays so: every pair's similarity within 0.03 of the float model's.
+    assert np.abs(alone @ alone.T - reference @ reference.T).max() <= 0.03
 
 
 @pytest.mark.skipif(not hasattr(os, "setpriority"), reason="per-thread CPU priority is a Linux feature")
