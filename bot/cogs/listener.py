@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 import discord
 from discord.ext import commands
 
 from bot.conversation import Request, address, is_command
+from bot.lifecycle import spawn
 from bot.memory.types import IncomingMessage, Kind
 from bot.responder import Answer
 from bot.sending import defuse, split_message
@@ -97,12 +101,20 @@ class Listener(commands.Cog):
             replied_to_bot=replied is not None and replied.author.id == self.bot.user.id,
         )
         content = speech_of(message)
-        if content and (not message.author.bot or self.bot.settings.ingest_other_bots):
-            kind = Kind.COMMAND if text is not None and is_command(text) else Kind.SPEECH
-            await memory.ingest_message(incoming(message, kind=kind, content=content))
-        if message.author.bot or text is None:
-            return
-        request = Request(
+        replying = text is not None and not message.author.bot
+        # A reply is under way from here, before the message is stored: background embedding would otherwise take
+        # the stored message (the question itself) and encode it beside the reply, on the CPU the reply needs.
+        async with memory.replies.under_way() if replying else contextlib.nullcontext():
+            if content and (not message.author.bot or self.bot.settings.ingest_other_bots):
+                kind = Kind.COMMAND if text is not None and is_command(text) else Kind.SPEECH
+                await memory.ingest_message(incoming(message, kind=kind, content=content))
+            if replying:
+                assert text is not None
+                await self._answer(message, self._request(message, text, replied))
+
+    def _request(self, message: discord.Message, text: str, replied: discord.Message | None) -> Request:
+        assert message.guild is not None and self.bot.user is not None
+        return Request(
             guild_id=message.guild.id,
             author_id=message.author.id,
             text=text,
@@ -113,7 +125,6 @@ class Listener(commands.Cog):
             mentioned_user_ids=tuple(u.id for u in message.mentions if u.id != self.bot.user.id),
             bot_user_id=self.bot.user.id,
         )
-        await self._answer(message, request)
 
     async def _answer(self, message: discord.Message, request: Request) -> None:
         is_admin = isinstance(message.author, discord.Member) and message.author.guild_permissions.manage_guild
@@ -121,7 +132,7 @@ class Listener(commands.Cog):
         try:
             # Typing shows while the model thinks; the reply comes within REPLY_DEADLINE_SECONDS regardless, and
             # a facts change that outlives it is sent as a follow-up reply when done.
-            async with message.channel.typing():
+            async with typing_meanwhile(message.channel):
                 answer = await self.bot.responder.respond_within(
                     request,
                     deadline=self.bot.settings.reply_deadline_seconds,
@@ -184,6 +195,26 @@ class Listener(commands.Cog):
         """Bulk deletes (moderation purges) too."""
         if payload.guild_id is not None:
             await self.bot.memory.ingest_delete(payload.message_ids)
+
+
+@contextlib.asynccontextmanager
+async def typing_meanwhile(channel: discord.abc.Messageable) -> AsyncIterator[None]:
+    """Discord's typing indicator while the body runs, without waiting for it: `channel.typing()` awaits its first
+    request (a REST round trip, or a rate limit's whole wait) before its body begins. An indicator that fails (no
+    permission, Discord away) is only logged: the reply goes on."""
+
+    async def typing() -> None:
+        try:
+            async with channel.typing():
+                await asyncio.Event().wait()  # until cancelled: discord.py renews the indicator meanwhile
+        except discord.HTTPException as error:
+            log.info("the typing indicator failed (%s %s); the reply goes on", error.status, error.code)
+
+    indicator = spawn(typing(), name="typing indicator")
+    try:
+        yield
+    finally:
+        indicator.cancel()
 
 
 def _reply_reference(message: discord.Message) -> discord.MessageReference | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+import discord
 import discord.ext.test as dpytest
 import pytest
 
@@ -76,3 +77,77 @@ async def test_a_hanging_model_gets_a_reply_in_time_and_the_change_as_a_follow_u
     follow_up = await next_message(within=5)
     assert follow_up.content == f"Got it. What I know about {name} now:\n{name} likes green tea. {name} plays chess."
     assert await bot.memory.facts(guild.id, alice.id) == f"{name} likes green tea. {name} plays chess."
+
+
+async def test_the_typing_indicator_never_holds_or_breaks_the_reply(bot, monkeypatch):
+    """discord.py's `typing()` awaits its first request before the body runs: a typing endpoint that is slow (a
+    rate limit's wait) held the whole reply back, and one that failed (no permission) replaced it by an apology."""
+    alice = dpytest.get_config().members[0]
+    calls: list[str] = []
+
+    async def slow(channel_id):
+        calls.append("slow")
+        await asyncio.sleep(3)
+
+    monkeypatch.setattr(bot.http, "send_typing", slow)
+    started = time.perf_counter()
+    await dpytest.message(f"<@{bot.user.id}> what do you know about me?", member=alice)
+    reply = await next_message(within=2)
+    assert time.perf_counter() - started < 1.5 and calls == ["slow"]
+    assert "I don't know anything about" in reply.content
+
+    async def forbidden(channel_id):
+        calls.append("forbidden")
+        raise discord.Forbidden(FakeResponse(403), "Missing Permissions")
+
+    monkeypatch.setattr(bot.http, "send_typing", forbidden)
+    await dpytest.message(f"<@{bot.user.id}> what do you know about me?", member=alice)
+    reply = await next_message(within=2)
+    assert calls[-1] == "forbidden" and "I don't know anything about" in reply.content
+
+
+class FakeResponse:
+    """What discord.HTTPException reads from an aiohttp response."""
+
+    def __init__(self, status: int) -> None:
+        self.status, self.reason = status, "Forbidden"
+
+
+async def test_the_message_asking_is_not_embedded_while_its_reply_is_under_way(bot, monkeypatch):
+    """It is stored before the reply begins; background embedding took it at once and encoded it beside the
+    reply, on the CPU the reply needs. The reply is now marked under way before the message is stored."""
+    alice = dpytest.get_config().members[0]
+    memory = bot.memory
+    worker = memory.embedding
+    assert worker is not None
+    encode, describe = worker._encode, memory.describe
+    encoded: list[float] = []  # when the asking message was embedded
+    answered: list[float] = []  # when its answer was ready
+
+    async def watching(texts):
+        if any("what do you know" in t for t in texts):
+            encoded.append(time.perf_counter())
+        return await encode(texts)
+
+    async def slow(*args, **kwargs):  # the reply takes a while: time enough for a batch to start
+        await asyncio.sleep(0.3)
+        try:
+            return await describe(*args, **kwargs)
+        finally:
+            answered.append(time.perf_counter())
+
+    async def typing(channel_id):  # a slow indicator (a rate limit): the message is stored meanwhile
+        await asyncio.sleep(0.2)
+
+    monkeypatch.setattr(worker, "_encode", watching)
+    monkeypatch.setattr(memory, "describe", slow)
+    monkeypatch.setattr(bot.http, "send_typing", typing)
+    worker.start()  # what `python -m bot run` starts (this app was opened without its background work)
+    try:
+        await dpytest.message(f"<@{bot.user.id}> what do you know about me?", member=alice)
+        await next_message(within=3)
+        await asyncio.wait_for(worker.idle(), 30)
+    finally:
+        await worker.close()
+    assert len(encoded) == 1 and len(answered) == 1
+    assert encoded[0] > answered[0]
