@@ -32,6 +32,9 @@ from db.records import MessageVector
 log = logging.getLogger(__name__)
 BATCH = 64
 BACKLOG_BATCH = 256
+# An encoder on this machine's CPU (`Embedder.local`) runs a batch in slices of this many texts (~10 ms): a reply
+# that begins meanwhile waits for one slice at most, not for the batch (a remote one takes the batch in one call).
+SLICE = 4
 IDLE_SECONDS = 2.0
 # Looking for messages without a vector walks the messages newest first until it has BACKLOG_BATCH of them: with
 # none left it walks them all (15 ms at 100,000 messages). Run after every batch, as it was, at 50 messages a second
@@ -61,10 +64,10 @@ class Replies:
             if not self._under_way:
                 self._quiet.set()
 
-    async def quiet(self) -> bool:
-        """Return when no reply is under way (True), or after YIELD_SECONDS (False)."""
+    async def quiet(self, within: float | None = None) -> bool:
+        """Return when no reply is under way (True), or after `within` seconds (YIELD_SECONDS) (False)."""
         with contextlib.suppress(TimeoutError):  # not wait_for: on 3.11 it can swallow a cancel
-            async with asyncio.timeout(YIELD_SECONDS):
+            async with asyncio.timeout(max(0.0, YIELD_SECONDS if within is None else within)):
                 await self._quiet.wait()
                 return True
         return False
@@ -113,8 +116,10 @@ class EmbeddingWorker:
         flush: Callable[[], Awaitable[None]],
         *,
         replies: Replies | None = None,
+        local: bool = False,
     ) -> None:
         self._encode = encode
+        self._slice = SLICE if local else None  # None: a batch in one call
         self._replies = replies or Replies()
         self._flush = flush  # the backlog is read from SQL: what was embedded must be stored before the next read
         self._index = index
@@ -204,7 +209,15 @@ class EmbeddingWorker:
         return [Pending(r.message_id, r.guild_id, r.text, r.user_id, r.at.timestamp()) for r in rows]
 
     async def _embed(self, batch: list[Pending], epochs: dict[int, int]) -> None:
-        vectors = await self._encode([p.text for p in batch])
+        texts = [p.text for p in batch]
+        step = self._slice or len(texts)
+        parts = [await self._encode(texts[:step])]
+        # Between slices a reply that began goes first; the batch waits YIELD_SECONDS in all at most.
+        until = time.monotonic() + YIELD_SECONDS
+        for start in range(step, len(texts), step):
+            await self._replies.quiet(until - time.monotonic())
+            parts.append(await self._encode(texts[start : start + step]))
+        vectors = np.vstack(parts)
         kept = [i for i, p in enumerate(batch) if self._epochs.get(p.guild_id, 0) == epochs.get(p.guild_id, 0)]
         if len(kept) < len(batch):
             batch, vectors = [batch[i] for i in kept], vectors[kept]

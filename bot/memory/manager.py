@@ -156,6 +156,7 @@ class MemoryManager:
                 self.sessions,
                 self.ingest.flush,
                 replies=self.replies,
+                local=bool(getattr(embedder, "local", False)),
             )
             query_encoder = encoder(embedder, "RETRIEVAL_QUERY")
 
@@ -493,14 +494,18 @@ class MemoryManager:
         channel_id: int | None,
         now: datetime | None = None,
         summaries: bool = True,
+        encoding: asyncio.Event | None = None,
     ) -> Found:
         """Recall's ranked message and summary hits for a message, before they become snippets (a reply starts
-        this while the model routes the message, without `summaries`, and `recollect` finishes it)."""
+        this while the model routes the message, without `summaries`, and `recollect` finishes it); `encoding`
+        is set once the question has gone to the encoder (or will not)."""
         now = now or self.clock.now()
         zone = self.zone(guild_id)
         async with self.replies.under_way():  # background embedding waits meanwhile (a search outside a reply too)
             question = await read_question(text, now=now, zone=zone, resolve=partial(self.resolve_all, guild_id))
-            return await self._recall.find(guild_id, question, now=now, zone=zone, here=channel_id, summaries=summaries)
+            return await self._recall.find(
+                guild_id, question, now=now, zone=zone, here=channel_id, summaries=summaries, encoding=encoding
+            )
 
     async def recollect(
         self,

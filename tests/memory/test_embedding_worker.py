@@ -20,9 +20,12 @@ class Index:
         pass
 
 
-def worker(looks: list[float], batches: list[int], replies: Replies | None = None) -> EmbeddingWorker:
+def worker(
+    looks: list[float], batches: list[int], replies: Replies | None = None, *, local: bool = False, encoding: float = 0
+) -> EmbeddingWorker:
     async def encode(texts: list[str]) -> np.ndarray:
         batches.append(len(texts))
+        await asyncio.sleep(encoding)
         return np.full((len(texts), 4), 0.5, dtype=np.float32)
 
     async def store(vector: object) -> None:
@@ -37,7 +40,7 @@ def worker(looks: list[float], batches: list[int], replies: Replies | None = Non
             await asyncio.sleep(0.1)  # a look in flight (the walk over the messages)
             return []
 
-    return Looking(encode, Index(), store, None, flush, replies=replies)  # type: ignore[arg-type]
+    return Looking(encode, Index(), store, None, flush, replies=replies, local=local)  # type: ignore[arg-type]
 
 
 async def test_a_drop_during_a_look_is_looked_at_again_soon():
@@ -80,3 +83,25 @@ async def test_replies_that_never_stop_get_larger_batches(monkeypatch: pytest.Mo
     await running.idle()
     await running.close()
     assert running.embedded == 300 and batches[-1] <= embedding.BATCH
+
+
+@pytest.mark.parametrize("local", [True, False])
+async def test_a_reply_that_begins_during_a_local_batch_waits_for_one_slice_not_the_batch(local: bool):
+    """The model on this machine's CPU runs a batch in slices of SLICE, and a reply that begins meanwhile stops the
+    rest until it is done; a remote model (Gemini) gets the batch in one call."""
+    replies, slices = Replies(), list[int]()
+    running = worker([], slices, replies, local=local, encoding=0.02)
+    running.start()
+    for i in range(3 * embedding.SLICE):
+        running.note(1000 + i, 1, f"message {i}", 7, datetime.now(UTC))
+    await asyncio.sleep(0.01)  # the first slice (or the whole batch) is being encoded
+    async with replies.under_way():
+        await asyncio.sleep(0.3)
+        during = sum(slices)
+    await running.idle()
+    await running.close()
+    assert running.embedded == 3 * embedding.SLICE
+    if local:
+        assert during == embedding.SLICE and slices == [embedding.SLICE] * 3
+    else:
+        assert during == 3 * embedding.SLICE and slices == [3 * embedding.SLICE]
