@@ -10,6 +10,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from typing import Any
 
 from bot import recalling
 from bot.conversation import Decision, Request, Route, asks, fast_route, is_command, third_person
@@ -81,11 +82,17 @@ class Responder:
         if decision is None and self._router is not None:
             # Both routes a routed message usually takes (chat, a question) recall from the same search: it
             # starts now, so a model's routing time hides it; any other route drops it.
+            encoding = asyncio.Event()
             found = asyncio.ensure_future(
                 # Without summaries: chat has no use for them, and a question searches them after routing.
-                self._memory.search(request.guild_id, request.text, channel_id=request.channel_id, summaries=False)
+                self._memory.search(
+                    request.guild_id, request.text, channel_id=request.channel_id, summaries=False, encoding=encoding
+                )
             )
             try:
+                # The search sends its first statement and hands the question to the encoder (a thread) before
+                # the router builds its request: ~1.5 ms of CPU that would otherwise come first.
+                await _first(found, encoding)
                 decision = await self._router(request)
             except BaseException:
                 _drop(found)
@@ -361,6 +368,7 @@ class Responder:
 # finish (a facts change) finishes in the background and is reported when done; the rest is cancelled.
 
 SLOW = "The model is slow right now"
+HAND_OFF_SECONDS = 0.005  # the most the router waits for the search to hand its question to the encoder
 FALLBACK_READ_SECONDS = 0.5  # the slow answer's own reads (facts are cached) may not hold the reply either
 LateAnswer = Callable[[Answer], Awaitable[None]]
 
@@ -382,6 +390,19 @@ def _under_way(*, committing: Decision | None = None, found: Answer | None = Non
     if progress is not None:
         progress.committing = committing or progress.committing
         progress.found = found or progress.found
+
+
+async def _first(found: asyncio.Future[Found], encoding: asyncio.Event) -> None:
+    """Wait until the search has handed its question to the encoder or is over, for HAND_OFF_SECONDS at most (its
+    reading of the question may wait on a slow database: the router does not)."""
+    if found.done() or encoding.is_set():
+        return
+    handed = asyncio.ensure_future(encoding.wait())
+    either: set[asyncio.Future[Any]] = {found, handed}
+    try:
+        await asyncio.wait(either, timeout=HAND_OFF_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        handed.cancel()
 
 
 def _drop(found: asyncio.Future[Found]) -> None:

@@ -203,5 +203,27 @@ async def test_recall_searches_while_the_model_routes_once_and_stops_for_other_r
     assert events == ["search", "routing", "stopped"] and about.route is Route.ABOUT
 
 
+async def test_the_question_goes_to_the_encoder_before_the_router_builds_its_request(memory, monkeypatch):
+    """Building the model's request costs ~1.5 ms of CPU; a search begun beside it that had not handed the question
+    to the encoder (a thread of its own) yet waited for it, on the reply's path. (How long the router waits at
+    most is not what this checks: a search held before that point is the test above.)"""
+    monkeypatch.setattr("bot.responder.HAND_OFF_SECONDS", 5.0)
+    events: list[str] = []
+    embed = memory._recall._embed_question
+
+    async def embedding(*args, **kwargs):
+        events.append("encoding")
+        return await embed(*args, **kwargs)
+
+    async def router(request):
+        events.append("routing")  # at once: a real router's first step builds the request
+        return Decision(Route.CHAT)
+
+    memory._recall._embed_question = embedding
+    r = Responder(memory, router=router, chatter=lambda request, known: _said(known), policy="anyone")
+    await r.respond(ask("my lease on the flat ends in june too", channel_id=CHANNEL))
+    assert events == ["encoding", "routing"]
+
+
 async def _said(known: str | None) -> str:
     return known or ""

@@ -205,9 +205,11 @@ class Recall:
         until: datetime | None = None,
         user_id: int | None = None,
         summaries: bool = True,
+        encoding: asyncio.Event | None = None,
     ) -> Found:
         """Ranked message hits and summary hits for a question asked in `here` (its own channel may be private);
-        without `summaries`, no summary hits (chat has no use for them: `find_summaries` gets them later)."""
+        without `summaries`, no summary hits (chat has no use for them: `find_summaries` gets them later).
+        `encoding` is set once the question has gone to the encoder (or will not)."""
         options = self.options
         terms = question.terms if options.text else []
         window = question.window if options.time else None
@@ -215,7 +217,14 @@ class Recall:
         turns: dict[int, Turn] = {}
         summary_rows: list[store.SummaryRow] = []
         tz = ZoneInfo(zone)
-        embedding_task = asyncio.ensure_future(self._embed_question(guild_id, question))
+        # The meaning half runs beside the words half, on a session of its own: the question's vector, its nearest
+        # messages and their rows come while the full-text search runs.
+        embedding_task = asyncio.ensure_future(self._embed_question(guild_id, question, encoding))
+        nearest_task = asyncio.ensure_future(
+            self._nearest(
+                guild_id, embedding_task, here=here, since=since, until=until, members=list(members), window=window
+            )
+        )
         try:
             async with self._sessions() as session:
                 named = [m for m in members if user_id in (None, m)]
@@ -260,21 +269,18 @@ class Recall:
                             until=window[1] if window else None,
                         ):
                             turns.setdefault(row.message_id, row.turn())
-                embedding = await embedding_task
-                cosine = await self._meaning(
-                    session,
-                    guild_id,
-                    embedding,
-                    turns,
-                    here=here,
-                    since=since,
-                    until=until,
-                    members=list(members),
-                    window=window,
-                )
+            stems = {m: stems_of(t.text) for m, t in turns.items()}  # the ranking's own work, while rows are read
+            query, cosine, near = await nearest_task
         finally:
-            embedding_task.cancel()  # a failed or cancelled search: the encoding is wanted no more
-        hits = self._rank(guild_id, question, list(turns.values()), cosine, now=now, window=window, members=members)
+            nearest_task.cancel()  # a failed or cancelled search: the other half is wanted no more
+            embedding_task.cancel()
+        for turn in near:
+            turns.setdefault(turn.message_id, turn)
+        if query is not None and self._index is not None:  # the words' candidates get their cosine too
+            cosine |= await self._index.similarity(guild_id, query, [m for m in turns if m not in cosine])
+        hits = self._rank(
+            guild_id, question, list(turns.values()), cosine, now=now, window=window, members=members, made=stems
+        )
         return hits, self._rank_summaries(guild_id, terms, summary_rows, tz)
 
     async def find_summaries(
@@ -292,8 +298,13 @@ class Recall:
             )
         return self._rank_summaries(guild_id, terms, rows, tz)
 
-    async def _embed_question(self, guild_id: int, question: Question) -> np.ndarray | None:
-        """The question's vector (None: no vectors for this question)."""
+    async def _embed_question(
+        self, guild_id: int, question: Question, encoding: asyncio.Event | None = None
+    ) -> np.ndarray | None:
+        """The question's vector (None: no vectors for this question). `encoding` is set at once: nothing in this
+        step waits until the encoder has the question."""
+        if encoding is not None:
+            encoding.set()
         if self._index is None or self._encode is None or not self.options.vectors:
             return None
         if not self._index.loaded(guild_id):  # a question never waits for the guild's index to be built
@@ -309,23 +320,23 @@ class Recall:
             log.warning("embedding a question failed; recall uses words only", exc_info=True)
             return None
 
-    async def _meaning(
+    async def _nearest(
         self,
-        session: AsyncSession,
         guild_id: int,
-        query: np.ndarray | None,
-        turns: dict[int, Turn],
+        embedding: Awaitable[np.ndarray | None],
         *,
         here: int | None,
         since: datetime | None,
         until: datetime | None,
         members: list[int],
         window: tuple[datetime, datetime] | None,
-    ) -> dict[int, float]:
-        """Cosines to the question: the nearest vectors join the candidates — in the whole guild, among each
-        named member's own messages, and within the time the question points at; text candidates get theirs."""
+    ) -> tuple[np.ndarray | None, dict[int, float], list[Turn]]:
+        """The question's vector (None: recall goes on words alone), the cosines of its nearest messages — in the
+        whole guild, among each named member's own messages, and within the time the question points at — and
+        the rows of those a reader in `here` may see, within `since`/`until`."""
+        query = await embedding
         if query is None or self._index is None:
-            return {}
+            return None, {}, []
         try:
             nearest = await self._index.search(guild_id, query, VECTOR_POOL)
             for member in members:
@@ -334,18 +345,15 @@ class Recall:
                 span = (window[0].timestamp(), window[1].timestamp())
                 nearest += await self._index.search(guild_id, query, MEMBER_POOL, window=span)
         except NotReady:  # the model is loading (a fresh start): this question goes on words alone
-            return {}
+            return None, {}, []
         except Exception:  # the optional half failing leaves the words working
             log.warning("vector search failed; recall uses words only", exc_info=True)
-            return {}
+            return None, {}, []
         cosine = dict(nearest)
-        new = [m for m in cosine if m not in turns]
-        for turn in await store.messages_by_id(session, guild_id, new, here=here):
-            if (since is None or turn.at >= since) and (until is None or turn.at < until):
-                turns[turn.message_id] = turn
-        missing = [m for m in turns if m not in cosine]
-        cosine |= await self._index.similarity(guild_id, query, missing)
-        return cosine
+        async with self._sessions() as session:
+            rows = await store.messages_by_id(session, guild_id, list(cosine), here=here)
+        near = [t for t in rows if (since is None or t.at >= since) and (until is None or t.at < until)]
+        return query, cosine, near
 
     def _rank(
         self,
@@ -357,10 +365,13 @@ class Recall:
         now: datetime,
         window: tuple[datetime, datetime] | None,
         members: dict[int, set[str]],
+        made: dict[int, Counter[str]] | None = None,
     ) -> list[Hit]:
+        """Every candidate scored (see the module's docstring), best first; `made`: some texts' stems, already."""
         if not turns:
             return []
-        docs = [stems_of(t.text) for t in turns]
+        made = made or {}
+        docs = [made[t.message_id] if t.message_id in made else stems_of(t.text) for t in turns]
         stems = {stem(w) for w in question.terms}
         lexical = bm25_of(stems, docs) if self.options.text else [0.0] * len(turns)
         top_text = max(lexical) or 1.0
