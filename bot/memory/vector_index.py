@@ -224,6 +224,16 @@ class VectorIndex:
     async def similarity(self, guild_id: int, query: np.ndarray, message_ids: list[int]) -> dict[int, float]:
         """Cosine of the query to each given message that has a vector."""
         guild = await self._guild(guild_id)
+        if not message_ids:
+            return {}
+        try:  # one call for all (a call per message was ~5 µs each, on the event loop)
+            vectors = guild.index.reconstruct_batch(np.asarray(message_ids, dtype=np.int64))
+        except RuntimeError:  # one of them has no vector (yet): each on its own
+            return self._one_by_one(guild, query, message_ids)
+        return dict(zip(message_ids, (vectors @ query).tolist(), strict=True))
+
+    @staticmethod
+    def _one_by_one(guild: _Guild, query: np.ndarray, message_ids: list[int]) -> dict[int, float]:
         found: dict[int, float] = {}
         for message_id in message_ids:
             try:
