@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import logging
 import re
@@ -126,8 +128,20 @@ class GeminiProvider:
             config.system_instruction = prompt.system
             if schema is not None:
                 config.response_mime_type = "application/json"
-                config.response_schema = schema
+                config.response_schema = _json_schema(schema)
         return await self._client.aio.models.generate_content(model=model, contents=contents, config=config)
+
+
+def _json_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """The schema as the SDK would make it from the class, made once: the SDK generates a class's JSON schema
+    afresh on every call (~0.35 ms of the event loop, a third of a routing call's own cost). The request sent
+    is the same; the SDK edits what it is given, hence a copy each time."""
+    return copy.deepcopy(_schema_of(schema))
+
+
+@functools.cache
+def _schema_of(schema: type[BaseModel]) -> dict[str, Any]:
+    return schema.model_json_schema()
 
 
 _BLOCKED = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION"}

@@ -12,7 +12,7 @@ from bot.llm.gemini import GeminiProvider
 from bot.llm.prompts import load_prompts
 from bot.llm.resilience import ResilientProvider
 from bot.llm.schemas import ForgetResult, RouteDecision
-from bot.llm.types import LLMError, LLMUnavailableError
+from bot.llm.types import LLMError, LLMUnavailableError, Prompt
 from tests.gemini_stub import as_json, error, hang, text
 
 PROMPTS = load_prompts()
@@ -53,6 +53,22 @@ async def test_structured_output_is_parsed_into_the_model(stub, genai_client):
     assert sent.api_key == "test-key" and sent.config["responseMimeType"] == "application/json"
     assert sent.config["temperature"] == 0 and "responseSchema" in sent.config
     assert "<forget>Bob likes tea</forget>" in sent.prompt_text
+
+
+@pytest.mark.parametrize("schema", [RouteDecision, ForgetResult])
+async def test_the_schema_made_once_is_sent_as_the_sdk_makes_it_from_the_class(stub, genai_client, schema):
+    """The JSON schema is made once per class (the SDK made it afresh on every call): the request must not change."""
+    from google.genai import types
+
+    config = types.GenerateContentConfig(response_mime_type="application/json", response_schema=schema)
+    stub.queue(as_json({"route": "chat"} if schema is RouteDecision else {"found": False, "memory": ""}))
+    await genai_client.aio.models.generate_content(model="gemini-2.5-flash", contents="x", config=config)
+    from_class = stub.requests[-1].config["responseSchema"]
+    gemini = GeminiProvider(genai_client, models={"batch": "gemini-2.5-flash", "fast": "gemini-2.5-flash"}, timeout_s=2)
+    for _ in range(2):  # the second time from what the first one made
+        stub.queue(as_json({"route": "chat"} if schema is RouteDecision else {"found": False, "memory": ""}))
+        await gemini._call("gemini-2.5-flash", Prompt(system="s", user="x"), schema, 0.0)
+        assert stub.requests[-1].config["responseSchema"] == from_class
 
 
 async def test_gemma_gets_the_system_part_folded_in_and_json_parsed_defensively(stub, genai_client):
