@@ -70,13 +70,16 @@ _REPLY_SOURCE = "INSERT INTO reply_sources (reply_id, guild_id, user_id, message
 # Only while the message is stored and still says what was embedded: a vector computed for a message deleted or
 # edited meanwhile is dropped quietly (an edit that landed while the old text was being embedded would otherwise
 # leave the old meaning behind: the edit's own re-embedding comes from the backlog).
+# A vector stored again (a new embedding model replacing the old ones, a replay) takes a new id: other processes
+# sync their indexes by id, and one updated in place stayed behind their cursor, unseen until a restart.
 _VECTOR = """
 INSERT INTO message_vectors (message_id, guild_id, model, vector, scale)
 SELECT {p1}, {p2}, {p3}, {p4}, {p5} WHERE EXISTS (
     SELECT 1 FROM chat_history
     WHERE message_id = {p1} AND (CAST({p6} AS TEXT) IS NULL OR message_text = CAST({p6} AS TEXT))
 )
-ON CONFLICT (message_id) DO UPDATE SET model = excluded.model, vector = excluded.vector, scale = excluded.scale
+ON CONFLICT (message_id) DO UPDATE
+SET id = {next_id}, model = excluded.model, vector = excluded.vector, scale = excluded.scale
 """
 _TOUCHED = "SELECT message_id, guild_id, user_id, timestamp FROM chat_history WHERE message_id IN ({marks})"
 # SQLite: while chat_fts_deferred has a row, the insert trigger stands aside and the writer indexes the rows its
@@ -149,7 +152,9 @@ def is_refusal(exc: BaseException) -> bool:
 def _render(sql: str, dialect: Dialect) -> str:
     # Numbered markers (SQLite ?N, asyncpg $N) let one parameter appear twice in a statement.
     prefix = "?" if dialect.paramstyle == "qmark" else "$"
-    return sql.format(**{f"p{i}": f"{prefix}{i}" for i in range(1, 10)})
+    # A new surrogate id: PostgreSQL's sequence; SQLite's next rowid (one writer holds the file).
+    next_id = "(SELECT max(id) + 1 FROM message_vectors)" if dialect.name == "sqlite" else "DEFAULT"
+    return sql.format(next_id=next_id, **{f"p{i}": f"{prefix}{i}" for i in range(1, 10)})
 
 
 def _sqlite_time(value: datetime) -> str:

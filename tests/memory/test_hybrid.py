@@ -442,3 +442,25 @@ async def test_forget_that_takes_the_meaning_of_the_words_it_removes_from_a_mess
     assert vector[CONCEPTS["exam"]] == 0 and vector[CONCEPTS["kitten"]] > 0
     found = await memory.vectors.search(GUILD, np.array(concept_vector("exam"), dtype=np.float32), 10)  # type: ignore[union-attr]
     assert said.message_id not in {i for i, score in found if score > 0.1}
+
+
+async def test_a_vector_stored_again_reaches_another_processs_index(build, monkeypatch):
+    """A message embedded again (a new embedding model replaces the old vectors; a replay) must take a new place
+    in the order other processes sync by: updated in place, it kept its old id, behind their cursor, and they
+    never saw it (until a restart)."""
+    monkeypatch.setattr(vector_index, "SYNC_SECONDS", 0.0)
+    memory = await build()
+    await fill(memory)
+    other = await build()  # another process, its index loaded: its cursor is past every vector stored so far
+    assert await other.vectors_ready(GUILD)
+    async with memory.sessions() as session:
+        pizza = await session.scalar(select(ChatMessage.message_id).where(ChatMessage.message_text == "pizza tonight?"))
+        before = await session.scalar(select(func.max(MessageVector.id)))
+    assert pizza is not None and memory.vectors is not None
+    ((blob, scale),) = vector_index.quantize(np.array([concept_vector("kitten")], dtype=np.float32))
+    await memory.ingest.put(Vector(pizza, GUILD, memory.vectors.model, blob, scale))  # its vector, stored again
+    await memory.flush()
+    async with memory.sessions() as session:
+        assert await session.scalar(select(MessageVector.id).where(MessageVector.message_id == pizza)) > before
+    hits = await other.recall(GUILD, "where is my cat", now=T0)
+    assert hits and hits[0].text == "pizza tonight?" and hits[0].cosine > 0.9
