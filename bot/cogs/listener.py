@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 APOLOGY = "Sorry, I couldn't think that through just now. Please try again in a moment."
+TYPING_AFTER_SECONDS = 0.3  # a reply quicker than this shows no typing indicator
+TYPING_SETTLE_SECONDS = 0.25  # the most a reply waits for the indicator's first request already under way
 
 
 def speech_of(message: discord.Message) -> str:
@@ -200,12 +202,18 @@ class Listener(commands.Cog):
 @contextlib.asynccontextmanager
 async def typing_meanwhile(channel: discord.abc.Messageable) -> AsyncIterator[None]:
     """Discord's typing indicator while the body runs, without waiting for it: `channel.typing()` awaits its first
-    request (a REST round trip, or a rate limit's whole wait) before its body begins. An indicator that fails (no
-    permission, Discord away) is only logged: the reply goes on."""
+    request (a REST round trip, or a rate limit's whole wait) before its body begins. It starts after
+    TYPING_AFTER_SECONDS (a quick answer needs none), and a first request under way when the body ends is given
+    TYPING_SETTLE_SECONDS to land before the reply is sent: landing after it, it would show the bot typing for ten
+    seconds after its answer. An indicator that fails (no permission, Discord away) is only logged."""
+    asked, shown = asyncio.Event(), asyncio.Event()
 
     async def typing() -> None:
+        await asyncio.sleep(TYPING_AFTER_SECONDS)
+        asked.set()
         try:
             async with channel.typing():
+                shown.set()
                 await asyncio.Event().wait()  # until cancelled: discord.py renews the indicator meanwhile
         except discord.HTTPException as error:
             log.info("the typing indicator failed (%s %s); the reply goes on", error.status, error.code)
@@ -214,6 +222,12 @@ async def typing_meanwhile(channel: discord.abc.Messageable) -> AsyncIterator[No
     try:
         yield
     finally:
+        if asked.is_set() and not shown.is_set() and not indicator.done():
+            landed = asyncio.ensure_future(shown.wait())
+            try:  # the reply goes out after that anyway
+                await asyncio.wait({indicator, landed}, timeout=TYPING_SETTLE_SECONDS, return_when="FIRST_COMPLETED")
+            finally:
+                landed.cancel()
         indicator.cancel()
 
 

@@ -14,6 +14,7 @@ import discord.ext.test as dpytest
 import pytest
 
 from bot.app import open_app
+from bot.cogs import listener
 from bot.discord_bot import ElefantBot
 from tests.gemini_stub import GeminiStub, hang
 from tests.model_doubles import scripted_model
@@ -84,6 +85,7 @@ async def test_the_typing_indicator_never_holds_or_breaks_the_reply(bot, monkeyp
     rate limit's wait) held the whole reply back, and one that failed (no permission) replaced it by an apology."""
     alice = dpytest.get_config().members[0]
     calls: list[str] = []
+    monkeypatch.setattr(listener, "TYPING_AFTER_SECONDS", 0.0)  # at once, even for this quick answer
 
     async def slow(channel_id):
         calls.append("slow")
@@ -104,6 +106,39 @@ async def test_the_typing_indicator_never_holds_or_breaks_the_reply(bot, monkeyp
     await dpytest.message(f"<@{bot.user.id}> what do you know about me?", member=alice)
     reply = await next_message(within=2)
     assert calls[-1] == "forbidden" and "I don't know anything about" in reply.content
+
+
+async def test_a_quick_answer_shows_no_typing_and_a_slower_ones_indicator_lands_before_it(bot, monkeypatch):
+    """Sent beside the reply, the indicator's first request could land after the answer: Discord would then show
+    the bot typing for ten seconds after it had answered."""
+    alice = dpytest.get_config().members[0]
+    events: list[str] = []
+    send_typing, record_reply, describe = bot.http.send_typing, bot.memory.record_reply, bot.memory.describe
+
+    async def typing(channel_id):
+        await asyncio.sleep(0.1)  # Discord's round trip
+        events.append("typing")
+        return await send_typing(channel_id)
+
+    async def recording(*args, **kwargs):  # right after the reply was sent (dpytest's HTTP edge reads its caller)
+        events.append("reply")
+        return await record_reply(*args, **kwargs)
+
+    monkeypatch.setattr(bot.http, "send_typing", typing)
+    monkeypatch.setattr(bot.memory, "record_reply", recording)
+    await dpytest.message(f"<@{bot.user.id}> what do you know about me?", member=alice)
+    await next_message(within=2)
+    assert events == ["reply"]  # quicker than TYPING_AFTER_SECONDS: no indicator at all
+
+    async def slower(*args, **kwargs):  # done while the indicator's first request is under way
+        await asyncio.sleep(listener.TYPING_AFTER_SECONDS + 0.05)
+        return await describe(*args, **kwargs)
+
+    monkeypatch.setattr(bot.memory, "describe", slower)
+    events.clear()
+    await dpytest.message(f"<@{bot.user.id}> what do you know about me?", member=alice)
+    await next_message(within=2)
+    assert events == ["typing", "reply"]
 
 
 class FakeResponse:
