@@ -70,8 +70,9 @@ class MiniLM:
         tokenizer.enable_truncation(self.max_tokens)
         self.tokenizer = tokenizer
         # int8: one text per run. Its activations are quantized with one range per run, so in a batch a text's
-        # vector would depend on the others and on their padding (a cosine of 0.988 to itself alone); batches of
-        # short texts were no cheaper per text anyway (1.8 ms at 16, 1.9 alone, 3.4 at 64).
+        # vector would depend on the others and on their padding (a cosine of 0.988 to itself alone). That costs
+        # a backlog time: bench.recall's 20,000 messages took 29.4 s one by one, 20.8 s in batches of 64 (a
+        # question or a few messages arriving are one text anyway).
         self.batch_size = batch_size or (1 if int8 else 64)
 
     def encode(self, texts: list[str]) -> np.ndarray:
