@@ -96,7 +96,7 @@ class GeminiProvider:
         text = response.text or ""
         parsed: Any = None
         if schema is not None:
-            parsed = response.parsed if isinstance(response.parsed, schema) else parse_json(text, schema)
+            parsed = _parsed(response.parsed, schema) or parse_json(text, schema)
             if parsed is None:
                 log.warning("%s: reply to %s was not valid JSON; asking once to repair it", model, operation)
                 repair = Prompt(
@@ -130,6 +130,18 @@ class GeminiProvider:
                 config.response_mime_type = "application/json"
                 config.response_schema = _json_schema(schema)
         return await self._client.aio.models.generate_content(model=model, contents=contents, config=config)
+
+
+def _parsed(value: object, schema: type[BaseModel]) -> BaseModel | None:
+    """The SDK's parse of the reply as `schema` (from the JSON schema it parses to a dict), or None."""
+    if isinstance(value, schema):
+        return value
+    if isinstance(value, dict):
+        try:
+            return schema.model_validate(value)
+        except ValidationError:
+            return None
+    return None
 
 
 def _json_schema(schema: type[BaseModel]) -> dict[str, Any]:

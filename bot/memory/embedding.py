@@ -175,6 +175,7 @@ class EmbeddingWorker:
             try:
                 # Before taking a batch: a drop while waiting must still reach it. Replies that never stop (a busy
                 # guild, a slow model) get a larger batch each second, so embedding keeps up with the messages.
+                until = time.monotonic() + YIELD_SECONDS  # the most a batch waits for replies, in all
                 size = BATCH if await self._replies.quiet() else BACKLOG_BATCH
                 epochs = dict(self._epochs)  # a guild dropped from here on: its part of the batch is discarded
                 if self._pending:
@@ -195,7 +196,7 @@ class EmbeddingWorker:
                         async with asyncio.timeout(max(0.0, self._scanned + RESCAN_SECONDS - time.monotonic())):
                             await self._wake.wait()
                     continue
-                await self._embed(batch, epochs)
+                await self._embed(batch, epochs, until)
             except asyncio.CancelledError:
                 raise
             except Exception:  # the database or the model may be away for a while: the backlog keeps the work
@@ -208,12 +209,11 @@ class EmbeddingWorker:
             rows = await store.unembedded(session, self._index.model, limit=BACKLOG_BATCH)
         return [Pending(r.message_id, r.guild_id, r.text, r.user_id, r.at.timestamp()) for r in rows]
 
-    async def _embed(self, batch: list[Pending], epochs: dict[int, int]) -> None:
+    async def _embed(self, batch: list[Pending], epochs: dict[int, int], until: float) -> None:
         texts = [p.text for p in batch]
         step = self._slice or len(texts)
         parts = [await self._encode(texts[:step])]
-        # Between slices a reply that began goes first; the batch waits YIELD_SECONDS in all at most.
-        until = time.monotonic() + YIELD_SECONDS
+        # Between slices a reply that began goes first, while the batch has waited less than YIELD_SECONDS.
         for start in range(step, len(texts), step):
             await self._replies.quiet(until - time.monotonic())
             parts.append(await self._encode(texts[start : start + step]))

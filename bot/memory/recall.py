@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Literal
+from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -281,8 +281,7 @@ class Recall:
             counted = {m: counts_of(stems, t.text) for m, t in turns.items()}  # ranking's work, while rows are read
             query, cosine, near = await nearest_task
         finally:
-            nearest_task.cancel()  # a failed or cancelled search: the other half is wanted no more
-            embedding_task.cancel()
+            _stop(nearest_task, embedding_task)  # a failed or cancelled search: the other half is wanted no more
         for turn in near:
             turns.setdefault(turn.message_id, turn)
         if query is not None and self._index is not None:  # the words' candidates get their cosine too
@@ -497,6 +496,15 @@ async def _summary_rows(
         limit=20,
     )
     return list({(s.user_id, s.day): s for found in by_author.values() for s in found}.values())
+
+
+def _stop(*tasks: asyncio.Future[Any]) -> None:
+    """Cancel what still runs; read what failed (if both halves failed, the words half's error is the one raised,
+    and the other is not left for asyncio to report as never retrieved)."""
+    for task in tasks:
+        task.cancel()
+        if task.done() and not task.cancelled():
+            task.exception()
 
 
 def _day(moment: datetime | None, tz: ZoneInfo, default: date, *, after: bool = False) -> date:
