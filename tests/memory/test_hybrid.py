@@ -464,3 +464,24 @@ async def test_a_vector_stored_again_reaches_another_processs_index(build, monke
         assert await session.scalar(select(MessageVector.id).where(MessageVector.message_id == pizza)) > before
     hits = await other.recall(GUILD, "where is my cat", now=T0)
     assert hits and hits[0].text == "pizza tonight?" and hits[0].cosine > 0.9
+
+
+async def test_vectors_of_an_earlier_model_are_embedded_again_and_replaced(build):
+    """A new embedding model (the float MiniLM's vectors when the int8 one came) must not mix with the old one's
+    vectors: every message is embedded again in the background, each old vector replaced, none left behind."""
+    memory = await build()
+    await fill(memory)
+    async with memory.sessions() as session:
+        await session.execute(MessageVector.__table__.update().values(model="an-earlier-model"))
+        await session.commit()
+    restarted = await build()  # the next start, with the new model
+    assert restarted.embedding is not None and restarted.vectors is not None
+    restarted.embedding.start()  # the bot's background work (a CLI process would not)
+    await restarted.embedding.idle()
+    await restarted.flush()
+    async with restarted.sessions() as session:
+        models = (await session.execute(select(MessageVector.model, func.count()).group_by(MessageVector.model))).all()
+    assert models == [(restarted.vectors.model, 4)]
+    assert await restarted.vectors_ready(GUILD)  # its index is built from the new vectors alone
+    hits = await restarted.recall(GUILD, "when is the test", now=T0)
+    assert hits[0].text == "my finals are on friday, wish me luck" and hits[0].cosine > 0.9
