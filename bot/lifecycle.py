@@ -77,14 +77,11 @@ async def unless_stopped(work: Awaitable[T], stop: asyncio.Event) -> T:
     if stop.is_set():
         task.cancel()
     else:
-        waiter = asyncio.ensure_future(stop.wait())
         try:
-            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            await set_or_done(stop, task)
         except asyncio.CancelledError:
             task.cancel()
             raise
-        finally:
-            waiter.cancel()
         if task.done():
             return task.result()
         task.cancel()
@@ -92,6 +89,17 @@ async def unless_stopped(work: Awaitable[T], stop: asyncio.Event) -> T:
         return await task  # it may still finish: then its result stands
     except asyncio.CancelledError:
         raise StoppedError from None
+
+
+async def set_or_done(event: asyncio.Event, future: asyncio.Future[Any], *, within: float | None = None) -> None:
+    """Wait until `event` is set or `future` is done, for `within` seconds at most; `future` goes on either way."""
+    if event.is_set() or future.done():
+        return
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait({future, waiter}, timeout=within, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
 
 
 def spawn(coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:

@@ -10,11 +10,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from typing import Any
 
 from bot import recalling
 from bot.conversation import Decision, Request, Route, asks, fast_route, is_command, third_person
-from bot.lifecycle import keep, spawn
+from bot.lifecycle import keep, set_or_done, spawn
 from bot.memory.budget import Section, assemble
 from bot.memory.facts import FactChange
 from bot.memory.manager import MemoryManager
@@ -92,7 +91,7 @@ class Responder:
             try:
                 # The search sends its first statement and hands the question to the encoder (a thread) before
                 # the router builds its request: ~1.5 ms of CPU that would otherwise come first.
-                await _first(found, encoding)
+                await set_or_done(encoding, found, within=HAND_OFF_SECONDS)
                 decision = await self._router(request)
             except BaseException:
                 _drop(found)
@@ -368,7 +367,9 @@ class Responder:
 # finish (a facts change) finishes in the background and is reported when done; the rest is cancelled.
 
 SLOW = "The model is slow right now"
-HAND_OFF_SECONDS = 0.005  # the most the router waits for the search to hand its question to the encoder
+# The most the router waits for the search to hand its question to the encoder (reading the question may wait on a
+# slow database: the router does not).
+HAND_OFF_SECONDS = 0.005
 FALLBACK_READ_SECONDS = 0.5  # the slow answer's own reads (facts are cached) may not hold the reply either
 LateAnswer = Callable[[Answer], Awaitable[None]]
 
@@ -390,19 +391,6 @@ def _under_way(*, committing: Decision | None = None, found: Answer | None = Non
     if progress is not None:
         progress.committing = committing or progress.committing
         progress.found = found or progress.found
-
-
-async def _first(found: asyncio.Future[Found], encoding: asyncio.Event) -> None:
-    """Wait until the search has handed its question to the encoder or is over, for HAND_OFF_SECONDS at most (its
-    reading of the question may wait on a slow database: the router does not)."""
-    if found.done() or encoding.is_set():
-        return
-    handed = asyncio.ensure_future(encoding.wait())
-    either: set[asyncio.Future[Any]] = {found, handed}
-    try:
-        await asyncio.wait(either, timeout=HAND_OFF_SECONDS, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        handed.cancel()
 
 
 def _drop(found: asyncio.Future[Found]) -> None:

@@ -12,7 +12,7 @@ import discord
 from discord.ext import commands
 
 from bot.conversation import Request, address, is_command
-from bot.lifecycle import spawn
+from bot.lifecycle import set_or_done, spawn
 from bot.memory.types import IncomingMessage, Kind
 from bot.responder import Answer
 from bot.sending import defuse, split_message
@@ -222,12 +222,8 @@ async def typing_meanwhile(channel: discord.abc.Messageable) -> AsyncIterator[No
     try:
         yield
     finally:
-        if asked.is_set() and not shown.is_set() and not indicator.done():
-            landed = asyncio.ensure_future(shown.wait())
-            try:  # the reply goes out after that anyway
-                await asyncio.wait({indicator, landed}, timeout=TYPING_SETTLE_SECONDS, return_when="FIRST_COMPLETED")
-            finally:
-                landed.cancel()
+        if asked.is_set():  # the reply goes out after that anyway
+            await set_or_done(shown, indicator, within=TYPING_SETTLE_SECONDS)
         indicator.cancel()
 
 

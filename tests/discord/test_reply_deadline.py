@@ -12,6 +12,7 @@ import time
 import discord
 import discord.ext.test as dpytest
 import pytest
+from discord.ext.test import backend
 
 from bot.app import open_app
 from bot.cogs import listener
@@ -100,7 +101,7 @@ async def test_the_typing_indicator_never_holds_or_breaks_the_reply(bot, monkeyp
 
     async def forbidden(channel_id):
         calls.append("forbidden")
-        raise discord.Forbidden(FakeResponse(403), "Missing Permissions")
+        raise discord.Forbidden(backend.FakeRequest(403, "Forbidden"), "Missing Permissions")
 
     monkeypatch.setattr(bot.http, "send_typing", forbidden)
     await dpytest.message(f"<@{bot.user.id}> what do you know about me?", member=alice)
@@ -139,13 +140,6 @@ async def test_a_quick_answer_shows_no_typing_and_a_slower_ones_indicator_lands_
     await dpytest.message(f"<@{bot.user.id}> what do you know about me?", member=alice)
     await next_message(within=2)
     assert events == ["typing", "reply"]
-
-
-class FakeResponse:
-    """What discord.HTTPException reads from an aiohttp response."""
-
-    def __init__(self, status: int) -> None:
-        self.status, self.reason = status, "Forbidden"
 
 
 async def test_the_message_asking_is_not_embedded_while_its_reply_is_under_way(bot, monkeypatch):
