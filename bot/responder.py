@@ -78,6 +78,7 @@ class Responder:
         if decision is None and self._router is None and asks(request.text):
             decision = Decision(Route.RECALL)  # no model to tell: a question goes to what was said
         found: asyncio.Future[Found] | None = None
+        light = not asks(request.text)  # not a question: most likely chat, which searches light
         if decision is None and self._router is not None:
             # Both routes a routed message usually takes (chat, a question) recall from the same search: it
             # starts now, so a model's routing time hides it; any other route drops it.
@@ -85,7 +86,12 @@ class Responder:
             found = asyncio.ensure_future(
                 # Without summaries: chat has no use for them, and a question searches them after routing.
                 self._memory.search(
-                    request.guild_id, request.text, channel_id=request.channel_id, summaries=False, encoding=encoding
+                    request.guild_id,
+                    request.text,
+                    channel_id=request.channel_id,
+                    summaries=False,
+                    encoding=encoding,
+                    light=light,
                 )
             )
             try:
@@ -97,8 +103,13 @@ class Responder:
                 _drop(found)
                 raise
         decision = decision or Decision(Route.CHAT)
-        if found is not None and decision.route not in {Route.CHAT, Route.RECALL}:
+        # A question about the past needs the whole search: one begun light is begun again after routing. (A chat
+        # that read as a question keeps its whole search: only relevant hits of it are told.)
+        if found is not None and (
+            decision.route not in {Route.CHAT, Route.RECALL} or (decision.route is Route.RECALL and light)
+        ):
             _drop(found)
+            found = None
         if decision.needs_subject:
             return Answer(await self._which_one(request, decision), decision.route)
         if decision.route in {Route.REMEMBER, Route.FORGET}:

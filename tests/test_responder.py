@@ -203,6 +203,38 @@ async def test_recall_searches_while_the_model_routes_once_and_stops_for_other_r
     assert events == ["search", "routing", "stopped"] and about.route is Route.ABOUT
 
 
+async def test_a_chat_searches_light_and_a_question_that_did_not_read_as_one_is_searched_whole(memory):
+    """The search begun while the model routes is a chat's (light) unless the message reads as a question; a
+    question the model found in a message that did not read as one gets the whole search after routing, and a
+    chat that read as a question keeps the whole search begun for it (one search, relevant hits told)."""
+    searches: list[bool] = []
+    original = memory.search
+
+    async def search(*args, **kwargs):
+        searches.append(kwargs.get("light", False))
+        return await original(*args, **kwargs)
+
+    async def router(request):
+        return Decision(Route.RECALL if request.text.startswith("remind me") else Route.CHAT)
+
+    memory.search = search
+    await memory.ingest_message(message("the lease on the flat ends in june", author=BOB, name="Bob"))
+    await memory.flush()
+    r = Responder(memory, router=router, chatter=lambda request, known: _said(known), policy="anyone")
+    chat = await r.respond(ask("my lease on the flat ends in june too", channel_id=CHANNEL))
+    assert searches == [True] and "the lease on the flat ends in june" in chat.text
+    searches.clear()
+    question = await r.respond(ask("remind me what Bob said about the lease on the flat", channel_id=CHANNEL))
+    assert searches == [True, False] and question.route is Route.RECALL and question.quoted
+    searches.clear()
+    chat = await r.respond(ask("does the lease on the flat end in june?", channel_id=CHANNEL))
+    assert searches == [False] and chat.route is Route.CHAT and "the lease on the flat ends in june" in chat.text
+    searches.clear()
+    offline = Responder(memory, router=None, chatter=lambda request, known: _said(known), policy="anyone")
+    await offline.respond(ask("my lease on the flat ends in june too", channel_id=CHANNEL))
+    assert searches == [True]  # no model to route: a chat's own search is light too
+
+
 async def test_the_question_goes_to_the_encoder_before_the_router_builds_its_request(memory, monkeypatch):
     """Building the model's request costs ~1.5 ms of CPU; a search begun beside it that had not handed the question
     to the encoder (a thread of its own) yet waited for it, on the reply's path. (How long the router waits at

@@ -495,16 +495,24 @@ class MemoryManager:
         now: datetime | None = None,
         summaries: bool = True,
         encoding: asyncio.Event | None = None,
+        light: bool = False,
     ) -> Found:
         """Recall's ranked message and summary hits for a message, before they become snippets (a reply starts
         this while the model routes the message, without `summaries`, and `recollect` finishes it); `encoding`
-        is set once the question has gone to the encoder (or will not)."""
+        is set once the question has gone to the encoder (or will not); `light`: a chat's search (`Recall.find`)."""
         now = now or self.clock.now()
         zone = self.zone(guild_id)
         async with self.replies.under_way():  # background embedding waits meanwhile (a search outside a reply too)
             question = await read_question(text, now=now, zone=zone, resolve=partial(self.resolve_all, guild_id))
             return await self._recall.find(
-                guild_id, question, now=now, zone=zone, here=channel_id, summaries=summaries, encoding=encoding
+                guild_id,
+                question,
+                now=now,
+                zone=zone,
+                here=channel_id,
+                summaries=summaries,
+                encoding=encoding,
+                light=light,
             )
 
     async def recollect(
@@ -522,13 +530,15 @@ class MemoryManager:
         """What recall gives the model for a message: snippets around the best hits and summaries, packed.
 
         `relevant_only` (chat): only hits that hold most of the message's words or clearly share its meaning,
-        so a chat about nothing in particular costs nothing. `found`: `search(…, summaries=False)` for this
-        message, under way (its summaries are searched here, if wanted).
+        so a chat about nothing in particular costs nothing (its own search is `light`). `found`:
+        `search(…, summaries=False)` for this message, under way (its summaries are searched here, if wanted).
         `asked_in`: the stored message that asks (it matches itself best and answers nothing).
         """
         zone = self.zone(guild_id)
         now = now or self.clock.now()
-        searched = found or self.search(guild_id, text, channel_id=channel_id, now=now, summaries=not relevant_only)
+        searched = found or self.search(
+            guild_id, text, channel_id=channel_id, now=now, summaries=not relevant_only, light=relevant_only
+        )
         hits, summaries = await searched
         hits = [h for h in hits if asked_in is None or h.message_id != asked_in]
         if relevant_only:
