@@ -16,6 +16,7 @@ from bot.llm.breaker import CircuitBreaker
 from bot.llm.client import LLM
 from bot.llm.embeddings import GeminiEmbedder
 from bot.llm.gemini import GeminiProvider
+from bot.llm.http import GEMINI_URL, http_session, owns
 from bot.llm.local_embedder import LocalEmbedder, installed, load_minilm
 from bot.llm.prompts import load_prompts
 from bot.llm.resilience import Limits, ResilientProvider
@@ -24,17 +25,21 @@ from bot.settings import Settings
 
 
 def make_client(settings: Settings) -> genai.Client:
-    """The google-genai client exactly as the bot uses it.
+    """The google-genai client exactly as the bot uses it (made in the running loop; `close_client` closes it).
 
     `attempts=1` hands every retry to our own policy (bot/llm/resilience.py): without retry options the SDK
     quietly retries a refused aiohttp connection itself after sleeping 1-10 s, outside our limits, deadline
-    and breaker.
+    and breaker. The HTTP session is ours (`http_session`).
     """
     assert settings.gemini_api_key is not None
-    options = genai_types.HttpOptions(retry_options=genai_types.HttpRetryOptions(attempts=1))
+    base_url = settings.gemini_base_url or GEMINI_URL
+    session = http_session(base_url)
+    options = genai_types.HttpOptions(retry_options=genai_types.HttpRetryOptions(attempts=1), aiohttp_client=session)
     if settings.gemini_base_url:
         options.base_url = settings.gemini_base_url
-    return genai.Client(api_key=settings.gemini_api_key.get_secret_value(), http_options=options)
+    client = genai.Client(api_key=settings.gemini_api_key.get_secret_value(), http_options=options)
+    owns(client, session)
+    return client
 
 
 def build_resilience(settings: Settings, inner: GeminiProvider) -> ResilientProvider:

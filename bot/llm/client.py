@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from bot.llm.http import close_client
 from bot.llm.offline import OFFLINE_REASON, OfflineProvider
 from bot.llm.prompts import PromptTemplate
 from bot.llm.types import Call, LLMError, LLMResult, LLMUnavailableError, Provider, Role
@@ -106,7 +107,7 @@ class LLM:
         if self._usage is not None:
             await self._usage.close()
         if self._client is not None:
-            await self._client.aio.aclose()
+            await close_client(self._client)
 
     def _record_result(self, result: LLMResult, operation: str, role: str, guild_id: int | None, outcome: str) -> None:
         if self._usage is not None:

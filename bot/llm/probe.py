@@ -15,6 +15,7 @@ from google.genai import errors
 from google.genai import types as genai_types
 
 from bot.llm.build import make_client
+from bot.llm.http import close_client
 from bot.llm.resilience import NETWORK_ERRORS, describe
 from bot.settings import ConfigError, Settings
 
@@ -71,7 +72,7 @@ async def check_models(settings: Settings) -> None:
             *(_look(client, setting, model) for setting, model in models.items()), return_exceptions=True
         )
     finally:
-        await client.aio.aclose()
+        await close_client(client)
     for result in results:
         if isinstance(result, BaseException):
             raise result
