@@ -247,7 +247,9 @@ class Recall:
             async with self._sessions() as session:
                 named = [m for m in members if user_id in (None, m)]
                 about = {m: [*sorted(names), str(m)] if options.who else [] for m, names in members.items()}
-                if since is None and until is None:  # what the plans ask (a period is searched without them)
+                # What the plans of several searches ask, at once (a period is searched without them); a search
+                # for words alone counts them beside its statement.
+                if since is None and until is None and members:
                     await store.count_ahead(session, [*terms, *(w for ws in about.values() for w in ws)], named)
                 if terms:
                     # The best POOL (of `user_id`, or everyone's) and each named member's own best MEMBER_POOL.

@@ -535,13 +535,56 @@ async def test_a_search_with_fewer_matches_than_the_cut_reads_takes_one_statemen
                 here=CHANNEL, limit=120,
             )  # fmt: skip
 
-    few = await search(["exam", "trip"])
+    few = await search(["exam", "trip"])  # not counted yet: counted beside the cut (_guessed), then the plan runs
     assert few and len(few) < 120
-    assert plans == [" LIMIT -1"]  # one statement, every match ranked
+    plans.clear()
+    assert await search(["exam", "trip"]) == few
+    assert plans == [" LIMIT -1"]  # counted: one statement, every match ranked
     plans.clear()
     monkeypatch.setattr(recall_store, "CUT", 0)  # "more matches than the cut reads": cut first, then read again
     assert await search(["exam", "trip"]) == few
     assert len(plans) == 2 and plans[1] == " LIMIT -1"
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the counts choose SQLite's full-text plan
+@pytest.mark.parametrize("common", [False, True])
+async def test_words_not_counted_lately_are_counted_on_the_trip_that_searches_them(memory, monkeypatch, common):
+    """The count and the search its plan most likely is (the words rare: its cut) go to SQLite's thread together,
+    the search sent before the count is back (a trip each was ~2.5 ms of a reply on a busy event loop). The rows
+    are the plan's: where the counts choose another plan (`common`: every word said twice is common), it runs."""
+    await fill(memory)
+    if common:
+        monkeypatch.setattr(recall_store, "COMMON", 1)
+    words = ["exam", "notes"]
+
+    async def search():
+        async with memory.sessions() as session:
+            return await recall_store.search_messages(
+                session, GUILD, words, user_id=None, since=None, until=None, now=NOW, half_life_days=0,
+                here=CHANNEL, limit=2,
+            )  # fmt: skip
+
+    recall_store._counts.clear()
+    async with memory.sessions() as session:
+        for token in (f'body:"{w}"' for w in words):
+            await recall_store._count(session, token)  # counted first, one by one
+    counted_first = await search()
+    recall_store._counts.clear()
+    events: list[str] = []
+    original = recall_store._sqlite_rows
+
+    async def watching(session, sql, params):
+        kind = "count" if "count(*)" in sql else "search"
+        events.append(f"{kind} sent")
+        rows = await original(session, sql, params)
+        events.append(f"{kind} back")
+        return rows
+
+    monkeypatch.setattr(recall_store, "_sqlite_rows", watching)
+    guessed = await search()
+    assert guessed == counted_first and len(guessed) == 2
+    assert events[:3] == ["count sent", "search sent", "count back"]
+    assert events.count("search sent") == (2 if common else 1)  # a wrong guess: the plan's own search after
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the counts choose SQLite's full-text plan
