@@ -56,31 +56,34 @@ async def _opened(settings: Settings, *, clock: Clock | None, background: bool) 
     try:
         await upgrade(engine)
         llm = build_llm(settings, sessions=create_session_factory(engine))
-        embedder = build_embedder(settings, llm)
-        memory = MemoryManager(engine, settings, llm=llm, clock=clock, embedder=embedder)
-        await memory.start(background=background, schedule=background)
-        if background:
-            # What start-up loaded (modules, the model's vocabulary, discord.py) lives as long as the process;
-            # a full collection walked all ~230,000 of those objects and stopped the event loop for ~110 ms
-            # (bench.reply), so they are moved out of the collector's sight.
-            gc.freeze()
-        turns = ModelTurns(llm, memory, settings)
-        responder = Responder(
-            memory,
-            router=turns.route,
-            chatter=turns.chat,
-            policy=settings.facts_policy,
-            recall_chatter=None if llm.is_offline else turns.chat,
-        )
-        try:
-            yield App(memory, llm, responder)
+        try:  # the model's HTTP session is open from here
+            embedder = build_embedder(settings, llm)
+            memory = MemoryManager(engine, settings, llm=llm, clock=clock, embedder=embedder)
+            await memory.start(background=background, schedule=background)
+            if background:
+                # What start-up loaded (modules, the model's vocabulary, discord.py) lives as long as the process;
+                # a full collection walked all ~230,000 of those objects and stopped the event loop for ~110 ms
+                # (bench.reply), so they are moved out of the collector's sight.
+                gc.freeze()
+            turns = ModelTurns(llm, memory, settings)
+            responder = Responder(
+                memory,
+                router=turns.route,
+                chatter=turns.chat,
+                policy=settings.facts_policy,
+                recall_chatter=None if llm.is_offline else turns.chat,
+            )
+            try:
+                yield App(memory, llm, responder)
+            finally:
+                # Facts changes that outlived a reply deadline get one request's time to finish before memory
+                # closes.
+                await responder.drain(settings.llm_timeout_seconds)
+                await memory.close()
+                if close_embedder := getattr(embedder, "close", None):
+                    close_embedder()
         finally:
-            # Facts changes that outlived a reply deadline get one request's time to finish before memory closes.
-            await responder.drain(settings.llm_timeout_seconds)
-            await memory.close()
             await llm.close()
-            if close_embedder := getattr(embedder, "close", None):
-                close_embedder()
     finally:
         await engine.dispose()
 

@@ -29,6 +29,7 @@ class StubRequest:
     model: str
     body: dict[str, Any]
     api_key: str | None
+    proxy_authorization: str | None = None  # the stub standing in for a proxy
 
     @property
     def prompt_text(self) -> str:
@@ -152,7 +153,12 @@ class GeminiStub:
             return web.json_response({"error": {"code": 404, "message": "not found"}}, status=404)
         if refusal := self._refusal(request, match["model"]):
             return refusal
-        seen = StubRequest(match["model"], await request.json(), request.headers.get("x-goog-api-key"))
+        seen = StubRequest(
+            match["model"],
+            await request.json(),
+            request.headers.get("x-goog-api-key"),
+            request.headers.get("Proxy-Authorization"),
+        )
         self.requests.append(seen)
         if self.replies:
             reply = self.replies.popleft()

@@ -12,6 +12,7 @@ from google import genai
 from google.genai import types as genai_types
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.lifecycle import spawn
 from bot.llm.breaker import CircuitBreaker
 from bot.llm.client import LLM
 from bot.llm.embeddings import GeminiEmbedder
@@ -37,7 +38,11 @@ def make_client(settings: Settings) -> genai.Client:
     options = genai_types.HttpOptions(retry_options=genai_types.HttpRetryOptions(attempts=1), aiohttp_client=session)
     if settings.gemini_base_url:
         options.base_url = settings.gemini_base_url
-    client = genai.Client(api_key=settings.gemini_api_key.get_secret_value(), http_options=options)
+    try:
+        client = genai.Client(api_key=settings.gemini_api_key.get_secret_value(), http_options=options)
+    except BaseException:
+        spawn(session.close(), name="closing the model's HTTP session")  # a sync caller: closed by its loop
+        raise
     owns(client, session)
     return client
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 
 import aiohttp
@@ -20,20 +21,23 @@ def owns(client: genai.Client, session: aiohttp.ClientSession) -> None:
 
 
 def http_session(base_url: str) -> aiohttp.ClientSession:
-    """The model's HTTP session, with the environment's proxy for `base_url` (HTTPS_PROXY, NO_PROXY …) read once.
+    """The model's HTTP session, with the environment's proxy for `base_url` (HTTP(S)_PROXY, NO_PROXY, the
+    proxy's credentials from its URL or ~/.netrc) read once, when the client is made: a later change of the
+    environment needs a restart.
 
-    The SDK's own session reads the proxy settings before every request, in a thread (`trust_env`): a hop to the
+    The SDK's own session (`trust_env`) read the proxy settings before every request, in a thread: a hop to the
     default executor and back on every model call, ~0.6 ms of a call with the model at 0 ms and more on a busy
-    event loop, which a reply waits for.
+    event loop, which a reply waits for. (It also sent ~/.netrc's credentials for the model's own host, which
+    an API key makes needless.)
     """
-    try:
-        proxy, proxy_auth = get_env_proxy_for_url(URL(base_url))
-    except LookupError:  # no proxy for this URL
-        proxy, proxy_auth = None, None
+    proxy: URL | None = None
+    with contextlib.suppress(LookupError):  # LookupError: no proxy for this URL
+        proxy, auth = get_env_proxy_for_url(URL(base_url))
+        if auth is not None:  # in the URL: aiohttp 3.14 deprecates `proxy_auth`
+            proxy = proxy.with_user(auth.login).with_password(auth.password)
     return aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=0),  # the SDK's: our own limits cap concurrency
         proxy=proxy,
-        proxy_auth=proxy_auth,
         read_bufsize=READ_BUFFER_SIZE,
     )
 
@@ -41,6 +45,8 @@ def http_session(base_url: str) -> aiohttp.ClientSession:
 async def close_client(client: genai.Client) -> None:
     """Close a client from `make_client`: the SDK's connections, then our HTTP session (the SDK leaves one it was
     given open)."""
-    await client.aio.aclose()
-    if (session := _sessions.pop(client, None)) is not None:
-        await session.close()
+    try:
+        await client.aio.aclose()
+    finally:
+        if (session := _sessions.pop(client, None)) is not None:
+            await session.close()
