@@ -234,6 +234,10 @@ async def search_messages(
         if (cut := _cut(plan, limit, user_id, half_life_days)) is not None:
             if guessed is not None and guessed[0] == cut:
                 rows = guessed[1]  # run already, beside the counting
+                # Short of `limit`, its rows are still the plan's when the words hold no more rows than it read:
+                # known for sure only from counts all taken on that trip (a count can be ten minutes old).
+                if len(rows) < limit and guessed[2] and await _matches(session, terms) <= CUT * limit:
+                    return rows
             # With no more matches than the cut reads, it would read them all, and a short answer would be read
             # again.
             elif await _matches(session, terms) > CUT * limit:
@@ -251,13 +255,14 @@ SearchArgs = tuple[
 ]
 
 
-async def _guessed(session: AsyncSession, args: SearchArgs) -> tuple[Plan, list[MessageRow]] | None:
+async def _guessed(session: AsyncSession, args: SearchArgs) -> tuple[Plan, list[MessageRow], bool] | None:
     """With words or scopes not counted lately: their counts and the search their plan most likely is, sent to
     SQLite's thread together — one trip instead of two, each ~2.5 ms of a reply on a busy event loop for
     0.1–2 ms of SQLite's work (bench.reply). The uncounted are guessed rare (a common word is counted when first
     asked about, and stays counted a while); the search sent is that plan's cut, whose rows are the plan's
-    whenever it gives `limit` of them. (The plan, and the cut it ran, or None when nothing was uncounted or no
-    cut applies.) The caller uses the rows only if the counts chose the same cut."""
+    whenever it gives `limit` of them. The cut sent, its rows and whether every word was counted on this trip;
+    None when nothing was uncounted or no cut applies. The caller uses the rows only if the counts chose the
+    same cut."""
     _, guild_id, terms, user_id, _, _, _, half_life_days, _, limit = args
     scopes = _scopes(guild_id if await _shared_database(session, guild_id) else None, user_id)
     url = str(session.bind.url)  # type: ignore[union-attr]
@@ -275,7 +280,7 @@ async def _guessed(session: AsyncSession, args: SearchArgs) -> tuple[Plan, list[
     for outcome in (counted, rows):
         if isinstance(outcome, BaseException):
             raise outcome
-    return cut, rows  # type: ignore[return-value]
+    return cut, rows, set(_words(terms)) <= set(missing)  # type: ignore[return-value]
 
 
 async def search_with_members(

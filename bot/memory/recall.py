@@ -220,7 +220,8 @@ class Recall:
         """Ranked message hits and summary hits for a question asked in `here` (its own channel may be private);
         without `summaries`, no summary hits (chat has no use for them: `find_summaries` gets them later).
         `encoding` is set once the question has gone to the encoder (or will not). `light` (a chat, which is told
-        relevant hits only): of the nearest messages, only those of RELEVANT_COSINE or more are read and ranked."""
+        relevant hits only): of the nearest messages, only those of RELEVANT_COSINE or more are read and ranked
+        (an approximation: see docs/architecture.md)."""
         options = self.options
         terms = question.terms if options.text else []
         window = question.window if options.time else None
@@ -248,7 +249,7 @@ class Recall:
                 named = [m for m in members if user_id in (None, m)]
                 about = {m: [*sorted(names), str(m)] if options.who else [] for m, names in members.items()}
                 # What the plans of several searches ask, at once (a period is searched without them); a search
-                # for words alone counts them beside its statement.
+                # for words alone counts them on its own statement's trip (db.recall._guessed).
                 if since is None and until is None and members:
                     await store.count_ahead(session, [*terms, *(w for ws in about.values() for w in ws)], named)
                 if terms:
