@@ -131,6 +131,7 @@ class MemoryManager:
                 concurrency=settings.summary_concurrency,
                 jitter_seconds=settings.summary_jitter_seconds,
             )
+        self.replies = Replies()  # replies and searches under way, which background writes let go first
         self.ingest = WriteBehindQueue(
             engine,
             batch_rows=settings.ingest_batch_rows,
@@ -139,12 +140,12 @@ class MemoryManager:
             shutdown_retry_seconds=settings.ingest_shutdown_seconds,
             on_written=self._after_writes,
             before_write=self.channels.save_pending,  # a channel's rule is stored before its messages
+            yield_to=self.replies.quiet,
         )
         self._optouts: set[tuple[int, int]] = set()
         self._zones: dict[int, str] = {}
         self.vectors: VectorIndex | None = None
         self.embedding: EmbeddingWorker | None = None
-        self.replies = Replies()  # replies and searches under way, which background embedding lets go first
         encode_query = None
         self._embedder = embedder
         if embedder is not None:
