@@ -188,9 +188,7 @@ async def test_recall_searches_while_the_model_routes_once_and_stops_for_other_r
         return Decision(Route.RECALL if request.text.endswith("?") else Route.CHAT)
 
     memory.search = search
-    await memory.ingest_message(message("the lease on the flat ends in june", author=BOB, name="Bob"))
-    await memory.flush()
-    r = Responder(memory, router=router, chatter=lambda request, known: _said(known), policy="anyone")
+    r = await _with_bobs_lease(memory, router)
     chat = await r.respond(ask("my lease on the flat ends in june too", channel_id=CHANNEL))
     assert events == ["search", "routing"] and chat.route is Route.CHAT
     assert "the lease on the flat ends in june" in chat.text  # the search begun before routing fed the chat
@@ -218,9 +216,7 @@ async def test_a_chat_searches_light_and_a_question_that_did_not_read_as_one_is_
         return Decision(Route.RECALL if request.text.startswith("remind me") else Route.CHAT)
 
     memory.search = search
-    await memory.ingest_message(message("the lease on the flat ends in june", author=BOB, name="Bob"))
-    await memory.flush()
-    r = Responder(memory, router=router, chatter=lambda request, known: _said(known), policy="anyone")
+    r = await _with_bobs_lease(memory, router)
     chat = await r.respond(ask("my lease on the flat ends in june too", channel_id=CHANNEL))
     assert searches == [True] and "the lease on the flat ends in june" in chat.text
     searches.clear()
@@ -255,6 +251,13 @@ async def test_the_question_goes_to_the_encoder_before_the_router_builds_its_req
     r = Responder(memory, router=router, chatter=lambda request, known: _said(known), policy="anyone")
     await r.respond(ask("my lease on the flat ends in june too", channel_id=CHANNEL))
     assert events == ["encoding", "routing"]
+
+
+async def _with_bobs_lease(memory, router) -> Responder:
+    """A responder with `router` and a chatter that says what it was given, after Bob said when his lease ends."""
+    await memory.ingest_message(message("the lease on the flat ends in june", author=BOB, name="Bob"))
+    await memory.flush()
+    return Responder(memory, router=router, chatter=lambda request, known: _said(known), policy="anyone")
 
 
 async def _said(known: str | None) -> str:
