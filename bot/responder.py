@@ -75,10 +75,11 @@ class Responder:
 
     async def _respond(self, request: Request, is_admin: bool) -> Answer:
         decision = await fast_route(request, self._memory)
-        if decision is None and self._router is None and asks(request.text):
+        question = asks(request.text)
+        if decision is None and self._router is None and question:
             decision = Decision(Route.RECALL)  # no model to tell: a question goes to what was said
         found: asyncio.Future[Found] | None = None
-        light = not asks(request.text)  # not a question: most likely chat, which searches light
+        light = not question  # most likely chat, which searches light
         if decision is None and self._router is not None:
             # Both routes a routed message usually takes (chat, a question) recall from the same search: it
             # starts now, so a model's routing time hides it; any other route drops it.

@@ -265,11 +265,12 @@ async def _guessed(session: AsyncSession, args: SearchArgs) -> tuple[Plan, list[
     same cut."""
     _, guild_id, terms, user_id, _, _, _, half_life_days, _, limit = args
     scopes = _scopes(guild_id if await _shared_database(session, guild_id) else None, user_id)
+    words = _words(terms)
     url = str(session.bind.url)  # type: ignore[union-attr]
-    missing = sorted({t for t in scopes + _words(terms) if (url, t) not in _counts})
+    missing = sorted({t for t in scopes + words if (url, t) not in _counts})
     if not missing:
         return None
-    guess = _plan(scopes, _words(terms), lambda token: _counts.get((url, token), 0))
+    guess = _plan(scopes, words, lambda token: _counts.get((url, token), 0))
     if (cut := _cut(guess, limit, user_id, half_life_days)) is None:
         return None
     # Both go to the session's one connection: its thread runs them one after the other, with no trip between.
@@ -280,7 +281,7 @@ async def _guessed(session: AsyncSession, args: SearchArgs) -> tuple[Plan, list[
     for outcome in (counted, rows):
         if isinstance(outcome, BaseException):
             raise outcome
-    return cut, rows, set(_words(terms)) <= set(missing)  # type: ignore[return-value]
+    return cut, rows, set(words) <= set(missing)  # type: ignore[return-value]
 
 
 async def search_with_members(
