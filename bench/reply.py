@@ -10,7 +10,11 @@ run throughout. Bot-side time runs from the gateway event to the reply reaching 
 
 Routes: chat ("just got back from the …, what a day": the model routes, context + relevant recall, the model
 answers), "what do you know about me?" (fast route), and questions about the past (the model routes, recall packs
-the evidence, the model answers). Reported per route: p50 and p99 of each run, median of the runs with min–max.
+the evidence, the model answers). Each answer's route is checked (and that it came from memory, not a fallback,
+with the asker's context): a timing of another path is an error. Before the runs, one question of each route,
+and the work the asker's first context ever started behind it (their weeks and months rolled up, once in a
+member's life; bench.context counts it) lands. Reported per route: p50 and p99 of each run, median of the runs
+with min–max.
 
     python -m bench.reply [--messages 100000] [--runs 3] [--questions 60] [--ingest 50]
 """
@@ -39,9 +43,11 @@ from discord.ext.test import backend
 from bench.common import StallMeter, print_table, sqlite_engine
 from bench.recall import CHANNELS, GUILD, MEMBERS, NAMES, build, pct, vocabulary
 from bench.recall_scale import add_vectors
-from bot.app import open_app
-from bot.conversation import asks
+from bot.app import App, open_app
+from bot.conversation import Request, Route, asks
 from bot.discord_bot import ElefantBot
+from bot.lifecycle import landed
+from bot.responder import SLOW, Answer
 from bot.settings import Settings
 from db import maintenance
 from tests.gemini_stub import GeminiStub, Reply, StubRequest, as_json
@@ -102,14 +108,23 @@ class Replies:
             return await original(channel_id, params=params)
 
         bot.http.send_message = send_message  # type: ignore[method-assign]
+        self.answers: dict[int, Answer] = {}
+        respond_within = bot.responder.respond_within
 
-    async def ask(self, content: str, member: discord.Member, channel: discord.TextChannel) -> float:
-        """Milliseconds from the gateway event to the reply being sent."""
+        async def recorded(request: Request, **kw: Any) -> Answer:
+            answer = await respond_within(request, **kw)
+            self.answers[request.message_id or 0] = answer
+            return answer
+
+        bot.responder.respond_within = recorded  # type: ignore[method-assign]
+
+    async def ask(self, content: str, member: discord.Member, channel: discord.TextChannel) -> tuple[float, Answer]:
+        """Milliseconds from the gateway event to the reply being sent, and the answer sent."""
         began = time.perf_counter()
         message = backend.make_message(content, member, channel)
         future = self.waiting.setdefault(message.id, asyncio.get_running_loop().create_future())
         sent = await asyncio.wait_for(future, timeout=30)
-        return (sent - began) * 1000
+        return (sent - began) * 1000, self.answers.pop(message.id)
 
 
 async def chatter(members: list[discord.Member], channel: discord.TextChannel, rate: float, vocab: list[str]) -> int:
@@ -135,6 +150,14 @@ def gateway(bot: ElefantBot, members: int) -> tuple[discord.Guild, list[discord.
     ]
     backend.make_member(backend.get_state().user, guild)
     return guild, channels, people
+
+
+async def settled(app: App, guild_id: int, member_id: int) -> None:
+    """Until the work the member's first context ever started behind it has landed (their weeks and months rolled
+    up, once in a member's life: bench.context counts it), and their context is merged with it: the runs measure
+    a member who has talked to the bot before."""
+    await landed("rollups for a member", "context build for a member")
+    await app.memory.get_memories(guild_id, member_id, patient=True)
 
 
 async def measure(args: argparse.Namespace, directory: Path) -> None:
@@ -190,8 +213,20 @@ async def measure(args: argparse.Namespace, directory: Path) -> None:
                     f"{' '.join(rng.sample(vocab[15:800], 2))}?"
                 ),
             }
+            # The route each answer took, from memory (not a fallback) and with the asker's context: a timing of
+            # another path would flatter the bot.
+            expected = {"chat": Route.CHAT, "what do you know": Route.ABOUT, "recall question": Route.RECALL}
+
+            async def timed(route: str) -> float:
+                ms, answer = await replies.ask(questions[route](), asker, channel)
+                with_context = route == "recall question" or fact in answer.text
+                if answer.route is not expected[route] or SLOW in answer.text or not with_context:
+                    raise RuntimeError(f"a {route} took another path: {answer.route}, {answer.text[:200]!r}")
+                return ms
+
             for route in ROUTES:  # one of each first: the first reply pays for loading the question model
-                await replies.ask(questions[route](), asker, channel)
+                await timed(route)
+            await settled(app, guild.id, asker.id)
             runs: list[dict[str, list[float]]] = []
             for run in range(args.runs):
                 timings: dict[str, list[float]] = {route: [] for route in ROUTES}
@@ -199,7 +234,7 @@ async def measure(args: argparse.Namespace, directory: Path) -> None:
                 with StallMeter() as stall:
                     for _ in range(args.questions):
                         for route in ROUTES:
-                            timings[route].append(await replies.ask(questions[route](), asker, channel))
+                            timings[route].append(await timed(route))
                             await asyncio.sleep(rng.uniform(0.01, 0.05))
                 writer.cancel()
                 written = await writer

@@ -122,6 +122,17 @@ def running() -> list[str]:
     return [name for future, name in _background.items() if future.get_loop() is loop and not future.done()]
 
 
+async def landed(*prefixes: str) -> None:
+    """Until this loop's background work named with one of `prefixes` is done, and what it started meanwhile."""
+    loop = asyncio.get_running_loop()
+    while pending := [
+        future
+        for future, name in _background.items()
+        if future.get_loop() is loop and not future.done() and name.startswith(prefixes)
+    ]:
+        await asyncio.wait(pending)
+
+
 def _finished(future: asyncio.Future[Any], name: str) -> None:
     _background.pop(future, None)
     if not future.cancelled() and future.exception() is not None:
