@@ -10,8 +10,9 @@ run throughout. Bot-side time runs from the gateway event to the reply reaching 
 
 Routes: chat ("just got back from the …, what a day": the model routes, context + relevant recall, the model
 answers), "what do you know about me?" (fast route), and questions about the past (the model routes, recall packs
-the evidence, the model answers). Each answer's route is checked (and that it came from memory, not a fallback,
-with the asker's context): a timing of another path is an error. Before the runs, one question of each route,
+the evidence, the model answers). Each answer is checked, its route and what it was made of (chat and "what do
+you know" from the asker's merged context, a question's answer phrased by the model with its sources): a timing
+of another path is an error. Before the runs, one question of each route,
 and the work the asker's first context ever started behind it (their weeks and months rolled up, once in a
 member's life; bench.context counts it) lands. Reported per route: p50 and p99 of each run, median of the runs
 with min–max.
@@ -47,6 +48,7 @@ from bot.app import App, open_app
 from bot.conversation import Request, Route, asks
 from bot.discord_bot import ElefantBot
 from bot.lifecycle import landed
+from bot.memory import context, rollups
 from bot.responder import SLOW, Answer
 from bot.settings import Settings
 from db import maintenance
@@ -156,7 +158,8 @@ async def settled(app: App, guild_id: int, member_id: int) -> None:
     """Until the work the member's first context ever started behind it has landed (their weeks and months rolled
     up, once in a member's life: bench.context counts it), and their context is merged with it: the runs measure
     a member who has talked to the bot before."""
-    await landed("rollups for a member", "context build for a member")
+    async with asyncio.timeout(120):
+        await landed(rollups.BUILDING, context.BUILDING)
     await app.memory.get_memories(guild_id, member_id, patient=True)
 
 
@@ -213,14 +216,20 @@ async def measure(args: argparse.Namespace, directory: Path) -> None:
                     f"{' '.join(rng.sample(vocab[15:800], 2))}?"
                 ),
             }
-            # The route each answer took, from memory (not a fallback) and with the asker's context: a timing of
-            # another path would flatter the bot.
+            # The route each answer took and what it was made of: chat and "what do you know" from the asker's
+            # merged context (the stub's merge writes MERGED: a stand-in quotes facts alone), a question's answer
+            # phrased by the model from what recall found, with its sources. A timing of any other path (a
+            # fallback, a stand-in, nothing found) would flatter the bot.
             expected = {"chat": Route.CHAT, "what do you know": Route.ABOUT, "recall question": Route.RECALL}
+            made_of = {
+                "chat": lambda text: f"MERGED facts=[{fact}" in text,
+                "what do you know": lambda text: f"MERGED facts=[{fact}" in text,
+                "recall question": lambda text: "\n\nSources:\n" in text,
+            }
 
             async def timed(route: str) -> float:
                 ms, answer = await replies.ask(questions[route](), asker, channel)
-                with_context = route == "recall question" or fact in answer.text
-                if answer.route is not expected[route] or SLOW in answer.text or not with_context:
+                if answer.route is not expected[route] or SLOW in answer.text or not made_of[route](answer.text):
                     raise RuntimeError(f"a {route} took another path: {answer.route}, {answer.text[:200]!r}")
                 return ms
 

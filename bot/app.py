@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from bot.collector import collect_between_replies
+from bot.collector import wanted as collector_wanted
 from bot.lifecycle import spawn, stop_on_signals
 from bot.llm import LLM, build_embedder, build_llm
 from bot.memory.clock import Clock
@@ -76,17 +77,21 @@ async def _opened(settings: Settings, *, clock: Clock | None, background: bool) 
             )
             # Full collections wait for a moment without a reply (bot/collector.py).
             collector = (
-                spawn(collect_between_replies(memory.replies.quiet), name="garbage collector") if background else None
+                spawn(collect_between_replies(memory.replies.quiet), name="garbage collector")
+                if background and collector_wanted()
+                else None
             )
             try:
                 yield App(memory, llm, responder)
             finally:
-                # Facts changes that outlived a reply deadline get one request's time to finish before memory
-                # closes.
-                await responder.drain(settings.llm_timeout_seconds)
-                if collector is not None:
-                    collector.cancel()
-                    await asyncio.gather(collector, return_exceptions=True)
+                try:
+                    # Facts changes that outlived a reply deadline get one request's time to finish before memory
+                    # closes.
+                    await responder.drain(settings.llm_timeout_seconds)
+                finally:
+                    if collector is not None:
+                        collector.cancel()
+                        await asyncio.gather(collector, return_exceptions=True)
                 await memory.close()
                 if close_embedder := getattr(embedder, "close", None):
                     close_embedder()

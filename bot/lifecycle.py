@@ -122,8 +122,10 @@ def running() -> list[str]:
     return [name for future, name in _background.items() if future.get_loop() is loop and not future.done()]
 
 
-async def landed(*prefixes: str) -> None:
-    """Until this loop's background work named with one of `prefixes` is done, and what it started meanwhile."""
+async def landed(prefix: str, *more: str) -> None:
+    """Until this loop's background work whose name starts with one of the prefixes is done, and what such work
+    started meanwhile."""
+    prefixes = (prefix, *more)
     loop = asyncio.get_running_loop()
     while pending := [
         future

@@ -5,14 +5,19 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+import weakref
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+
+import pytest
 
 from bot import collector
 from bot.app import open_app
 from bot.collector import NEVER, collect_between_replies
 from bot.lifecycle import running
 from bot.memory.embedding import Replies
+
+pytestmark = pytest.mark.skipif(not collector.wanted(), reason="Python 3.14+ keeps CPython's incremental collector")
 
 
 @contextmanager
@@ -31,50 +36,121 @@ def full_collections() -> Iterator[list[float]]:
         gc.callbacks.remove(seen)
 
 
+@asynccontextmanager
+async def collecting(replies: Replies) -> AsyncIterator[asyncio.Task[None]]:
+    """A collector running (its first step taken), stopped after."""
+    task = asyncio.create_task(collect_between_replies(replies.quiet))
+    await asyncio.sleep(0)
+    try:
+        yield task
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
 class Cycle:
     def __init__(self) -> None:
         self.me = self
 
 
-async def test_a_full_collection_waits_for_the_reply_under_way_then_collects_its_garbage(monkeypatch):
+def due() -> weakref.ref[Cycle]:
+    """A full collection due (as many middle-generation collections as allocating makes before one) and garbage
+    only a full collection finds (a cycle that outlived them, in the oldest generation, then let go): a reference
+    to it, which the collection clears."""
+    gc.collect()
+    cycle = Cycle()
+    for _ in range(collector.FULL_AFTER):
+        gc.collect(1)
+    garbage = weakref.ref(cycle)
+    del cycle
+    return garbage
+
+
+@pytest.fixture
+def often(monkeypatch):
     monkeypatch.setattr(collector, "FULL_EVERY_SECONDS", 0.01)
+    monkeypatch.setattr(collector, "COST_SHARE", 0)
+
+
+async def test_a_full_collection_waits_for_the_reply_under_way_then_collects_the_garbage(often):
     before = gc.get_threshold()
     replies = Replies()
-    with full_collections() as ended:
-        async with replies.under_way():
-            task = asyncio.create_task(collect_between_replies(replies.quiet))
-            await asyncio.sleep(0)
-            assert gc.get_threshold()[2] == NEVER
-            gc.collect()
-            ended.clear()
-            for _ in range(collector.FULL_AFTER):
-                gc.collect(1)  # what allocating does: the middle generation is collected, again and again
-            Cycle()  # garbage only a full collection finds (the middle ones saw no such object)
-            await asyncio.sleep(0.3)
-            assert ended == []  # a reply is under way (FULL_WAIT_SECONDS: 5)
-            reply_ended = time.monotonic()
-        await asyncio.sleep(0.1)
-        assert len(ended) == 1 and ended[0] >= reply_ended
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    async with collecting(replies):
+        assert gc.get_threshold()[2] == NEVER
+        with full_collections() as ended:
+            async with replies.under_way():
+                garbage = due()
+                ended.clear()
+                await asyncio.sleep(0.3)
+                assert ended == [] and garbage() is not None  # a reply is under way (FULL_WAIT_SECONDS: 5)
+                reply_ended = time.monotonic()
+            await asyncio.sleep(0.2)
+            assert ended and ended[0] >= reply_ended
+            assert garbage() is None
     assert gc.get_threshold() == before
+
+
+async def test_a_reply_that_never_ends_holds_a_full_collection_back_for_full_wait_seconds_only(often, monkeypatch):
+    monkeypatch.setattr(collector, "FULL_WAIT_SECONDS", 0.1)
+    replies = Replies()
+    async with collecting(replies), replies.under_way():
+        garbage = due()
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            if garbage() is None:
+                break
+        assert garbage() is None
+
+
+async def test_a_costly_full_collection_is_followed_by_a_longer_pause(often, monkeypatch):
+    monkeypatch.setattr(collector, "COST_SHARE", 1_000_000)  # any collection: over a second of pause after it
+    async with collecting(Replies()):
+        first = due()
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            if first() is None:
+                break
+        assert first() is None
+        second = due()
+        await asyncio.sleep(0.3)
+        assert second() is not None  # due, and no reply under way: the pause is what holds it back
+
+
+async def test_no_full_collection_before_enough_middle_generation_collections(often):
+    async with collecting(Replies()):
+        gc.collect()
+        with full_collections() as ended:
+            gc.collect(1)  # one, not FULL_AFTER
+            await asyncio.sleep(0.2)
+            assert ended == []
 
 
 async def test_allocating_starts_no_full_collection_while_it_runs(monkeypatch):
     monkeypatch.setattr(collector, "FULL_EVERY_SECONDS", 3600)
-    task = asyncio.create_task(collect_between_replies(Replies().quiet))
-    await asyncio.sleep(0)
-    young, middle, _ = gc.get_threshold()
-    with full_collections() as ended:
-        kept = [[i] for i in range(young * middle * 30)]  # thirty middle-generation collections' worth
-        assert ended == []
-    del kept
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
-    with full_collections() as ended:
-        kept = [[i] for i in range(young * middle * 30)]
-        assert ended  # CPython's own rule again
-    del kept
+    before = gc.get_threshold()
+    async with collecting(Replies()):
+        young, middle, _ = gc.get_threshold()
+        with full_collections() as ended:
+            kept = [[i] for i in range(young * middle * 30)]  # thirty middle-generation collections' worth
+            assert ended == []
+        del kept
+    assert gc.get_threshold() == before  # CPython's own rule again
+
+
+async def test_collectors_that_overlap_keep_the_policy_until_the_last_stops_and_restore_the_original(monkeypatch):
+    monkeypatch.setattr(collector, "FULL_EVERY_SECONDS", 3600)
+    before = gc.get_threshold()
+    gc.set_threshold(before[0], before[1], 50)
+    try:
+        first = asyncio.create_task(collect_between_replies(Replies().quiet))
+        await asyncio.sleep(0)
+        async with collecting(Replies()):
+            first.cancel()  # the first to start stops first
+            await asyncio.gather(first, return_exceptions=True)
+            assert gc.get_threshold()[2] == NEVER  # the other still runs
+        assert gc.get_threshold() == (before[0], before[1], 50)
+    finally:
+        gc.set_threshold(*before)
 
 
 async def test_the_long_running_app_runs_the_collector_and_stops_it_on_exit(settings):

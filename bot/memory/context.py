@@ -30,6 +30,7 @@ from bot.settings import Settings
 
 log = logging.getLogger(__name__)
 LAST_GOOD_SECONDS = 7 * 24 * 3600
+BUILDING = "context build for a member of guild"  # the background work's name, then the guild's id
 HEAD_START_SECONDS = 0.05  # a build still running after this is waiting on the model: prepare the stand-in
 
 
@@ -116,7 +117,7 @@ class ContextBuilder:
                 keep(stand_in, name=f"unused stand-in context in guild {guild_id}")
             return build.result()
         # The build goes on in the background and warms the caches for the next reply.
-        keep(build, name=f"context build for a member of guild {guild_id}")
+        keep(build, name=f"{BUILDING} {guild_id}")
         return last if stand_in is None else await stand_in
 
     async def _stand_in(self, guild_id: int, user_id: int, now: datetime) -> str | None:

@@ -32,6 +32,7 @@ from db.summaries import Period
 WEEKS = 3  # at least this many complete ISO weeks before the last-week window
 MONTHS = 2  # complete calendar months before those weeks
 AT_ONCE = 2  # days a rollup builds at once: it is background work, and replies share the database and model
+BUILDING = "rollups for a member of guild"  # the background work's name, then the guild's id
 
 
 def periods(today: date, *, weeks: int = WEEKS, months: int = MONTHS) -> tuple[list[Period], list[date]]:
@@ -107,7 +108,7 @@ class Rollups:
         )
         if wait or self._llm.is_offline:
             return (await asyncio.shield(job))[0]
-        keep(job, name=f"rollups for a member of guild {guild_id}")
+        keep(job, name=f"{BUILDING} {guild_id}")
         return text
 
     async def _assemble(self, guild_id: int, user_id: int, today: date, *, build: bool) -> tuple[str, bool]:
