@@ -66,6 +66,14 @@ def due() -> weakref.ref[Cycle]:
     return garbage
 
 
+async def freed(garbage: weakref.ref[Cycle], within: float = 5.0) -> bool:
+    """Whether a collection freed the garbage within `within` seconds."""
+    deadline = time.monotonic() + within
+    while garbage() is not None and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    return garbage() is None
+
+
 @pytest.fixture
 def often(monkeypatch):
     monkeypatch.setattr(collector, "FULL_EVERY_SECONDS", 0.01)
@@ -94,23 +102,13 @@ async def test_a_reply_that_never_ends_holds_a_full_collection_back_for_full_wai
     monkeypatch.setattr(collector, "FULL_WAIT_SECONDS", 0.1)
     replies = Replies()
     async with collecting(replies), replies.under_way():
-        garbage = due()
-        for _ in range(100):
-            await asyncio.sleep(0.05)
-            if garbage() is None:
-                break
-        assert garbage() is None
+        assert await freed(due())
 
 
 async def test_a_costly_full_collection_is_followed_by_a_longer_pause(often, monkeypatch):
     monkeypatch.setattr(collector, "COST_SHARE", 1_000_000)  # any collection: over a second of pause after it
     async with collecting(Replies()):
-        first = due()
-        for _ in range(100):
-            await asyncio.sleep(0.01)
-            if first() is None:
-                break
-        assert first() is None
+        assert await freed(due())
         second = due()
         await asyncio.sleep(0.3)
         assert second() is not None  # due, and no reply under way: the pause is what holds it back
