@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import time
 import weakref
@@ -53,25 +54,26 @@ class Cycle:
         self.me = self
 
 
-def due() -> weakref.ref[Cycle]:
+def due() -> asyncio.Event:
     """A full collection due (as many middle-generation collections as allocating makes before one) and garbage
-    only a full collection finds (a cycle that outlived them, in the oldest generation, then let go): a reference
-    to it, which the collection clears."""
+    only a full collection finds (a cycle that outlived them, in the oldest generation, then let go): an event set
+    when the garbage is freed."""
     gc.collect()
     cycle = Cycle()
     for _ in range(collector.FULL_AFTER):
         gc.collect(1)
-    garbage = weakref.ref(cycle)
+    freed = asyncio.Event()
+    weakref.finalize(cycle, freed.set)
     del cycle
-    return garbage
+    return freed
 
 
-async def freed(garbage: weakref.ref[Cycle], within: float = 5.0) -> bool:
+async def freed(garbage: asyncio.Event, within: float = 5.0) -> bool:
     """Whether a collection freed the garbage within `within` seconds."""
-    deadline = time.monotonic() + within
-    while garbage() is not None and time.monotonic() < deadline:
-        await asyncio.sleep(0.01)
-    return garbage() is None
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(within):
+            await garbage.wait()
+    return garbage.is_set()
 
 
 @pytest.fixture
@@ -90,11 +92,11 @@ async def test_a_full_collection_waits_for_the_reply_under_way_then_collects_the
                 garbage = due()
                 ended.clear()
                 await asyncio.sleep(0.3)
-                assert ended == [] and garbage() is not None  # a reply is under way (FULL_WAIT_SECONDS: 5)
+                assert ended == [] and not garbage.is_set()  # a reply is under way (FULL_WAIT_SECONDS: 5)
                 reply_ended = time.monotonic()
             await asyncio.sleep(0.2)
             assert ended and ended[0] >= reply_ended
-            assert garbage() is None
+            assert garbage.is_set()
     assert gc.get_threshold() == before
 
 
@@ -111,7 +113,7 @@ async def test_a_costly_full_collection_is_followed_by_a_longer_pause(often, mon
         assert await freed(due())
         second = due()
         await asyncio.sleep(0.3)
-        assert second() is not None  # due, and no reply under way: the pause is what holds it back
+        assert not second.is_set()  # due, and no reply under way: the pause is what holds it back
 
 
 async def test_no_full_collection_before_enough_middle_generation_collections(often):
