@@ -118,21 +118,21 @@ def keep(future: asyncio.Future[Any], *, name: str) -> asyncio.Future[Any]:
 
 def running() -> list[str]:
     """The names of this loop's background work still running (shutdown must leave none behind)."""
-    loop = asyncio.get_running_loop()
-    return [name for future, name in _background.items() if future.get_loop() is loop and not future.done()]
+    return [name for _, name in _under_way()]
 
 
 async def landed(prefix: str, *more: str) -> None:
     """Until this loop's background work whose name starts with one of the prefixes is done, and what such work
     started meanwhile."""
     prefixes = (prefix, *more)
-    loop = asyncio.get_running_loop()
-    while pending := [
-        future
-        for future, name in _background.items()
-        if future.get_loop() is loop and not future.done() and name.startswith(prefixes)
-    ]:
+    while pending := [future for future, name in _under_way() if name.startswith(prefixes)]:
         await asyncio.wait(pending)
+
+
+def _under_way() -> list[tuple[asyncio.Future[Any], str]]:
+    """This loop's background work still running, with its names."""
+    loop = asyncio.get_running_loop()
+    return [(future, name) for future, name in _background.items() if future.get_loop() is loop and not future.done()]
 
 
 def _finished(future: asyncio.Future[Any], name: str) -> None:

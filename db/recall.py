@@ -176,12 +176,18 @@ async def _shared_database(session: AsyncSession, guild_id: int) -> bool:
     return bool(shared)
 
 
+async def _tokens(
+    session: AsyncSession, guild_id: int, terms: list[str], user_id: int | None
+) -> tuple[list[str], list[str], str]:
+    """A search's scope tokens and words, and the database they are counted for (the key of `_counts`)."""
+    scopes = _scopes(guild_id if await _shared_database(session, guild_id) else None, user_id)
+    return scopes, _words(terms), str(session.bind.url)  # type: ignore[union-attr]
+
+
 async def _sqlite_plan(session: AsyncSession, guild_id: int, terms: list[str], user_id: int | None) -> Plan:
     """Which candidates to rank (see above); `cover` lets the pool prefer the complete matches, like coord²."""
-    scopes = _scopes(guild_id if await _shared_database(session, guild_id) else None, user_id)
-    words = _words(terms)
+    scopes, words, url = await _tokens(session, guild_id, terms, user_id)
     await _count_all(session, scopes + words)
-    url = str(session.bind.url)  # type: ignore[union-attr]
     return _plan(scopes, words, lambda token: _counts.get((url, token), COMMON + 1))  # expired at once: common
 
 
@@ -264,9 +270,7 @@ async def _guessed(session: AsyncSession, args: SearchArgs) -> tuple[Plan, list[
     None when nothing was uncounted or no cut applies. The caller uses the rows only if the counts chose the
     same cut."""
     _, guild_id, terms, user_id, _, _, _, half_life_days, _, limit = args
-    scopes = _scopes(guild_id if await _shared_database(session, guild_id) else None, user_id)
-    words = _words(terms)
-    url = str(session.bind.url)  # type: ignore[union-attr]
+    scopes, words, url = await _tokens(session, guild_id, terms, user_id)
     missing = sorted({t for t in scopes + words if (url, t) not in _counts})
     if not missing:
         return None
