@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import scope as scoping
@@ -91,20 +91,23 @@ async def guilds(session: AsyncSession) -> list[int]:
 
 async def stored_day(session: AsyncSession, guild_id: int, day: date) -> dict[int, str] | None:
     """The stored summaries of a past day (the derived read scope: no opted-out members), or None when the day
-    was never summarised."""
+    was never summarised.
+
+    One statement: the day's rows, each with whether the scope lets it be read. Two (the readable rows, then
+    whether any row exists) could see a day committed between them as summarised with nothing readable: on
+    PostgreSQL each statement reads what was committed before it, and a process waiting for another's build
+    read `{}` (tests/memory/test_claims.py)."""
+    readable = case((scoping.clause(scoping.DERIVED, "daily_summaries", Scope(guild_id)), True), else_=False)
     rows = (
         await session.execute(
-            select(DailySummary.user_id, DailySummary.summary).where(
-                scoping.clause(scoping.DERIVED, "daily_summaries", Scope(guild_id)), DailySummary.day == day
+            select(DailySummary.user_id, DailySummary.summary, readable).where(
+                DailySummary.guild_id == guild_id, DailySummary.day == day
             )
         )
     ).all()
-    if rows:
-        return {user_id: summary for user_id, summary in rows}
-    summarised = await session.scalar(
-        select(DailySummary.id).where(DailySummary.guild_id == guild_id, DailySummary.day == day).limit(1)
-    )
-    return {} if summarised is not None else None
+    if not rows:
+        return None
+    return {user_id: summary for user_id, summary, visible in rows if visible}
 
 
 async def save_day(
