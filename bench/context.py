@@ -36,7 +36,7 @@ from bot.llm.tokens import estimate_tokens
 from bot.llm.usage import UsageRecorder
 from bot.memory.clock import FakeClock, day_bounds
 from bot.memory.manager import MemoryManager
-from bot.memory.scheduler import Pass
+from bot.memory.summaries.scheduler import Pass
 from bot.memory.types import IncomingMessage
 from bot.settings import Settings
 from db.engine import create_session_factory

@@ -30,7 +30,7 @@ from bench.common import sqlite_engine
 from bot import recalling
 from bot.conversation import Request
 from bot.llm.tokens import estimate_tokens
-from bot.memory.budget import Section, assemble
+from bot.llm.budget import Section, assemble
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from bot.settings import Settings

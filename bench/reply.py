@@ -48,7 +48,7 @@ from bot.app import App, open_app
 from bot.conversation import Request, Route, asks
 from bot.discord_bot import ElefantBot
 from bot.lifecycle import landed
-from bot.memory import context, rollups
+from bot.memory.summaries import context, rollups
 from bot.responder import SLOW, Answer
 from bot.settings import Settings
 from db import maintenance

@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 from bot import recalling
 from bot.conversation import Decision, Request, Route, asks, fast_route, is_command, third_person
 from bot.lifecycle import keep, set_or_done, spawn
-from bot.memory.budget import Section, assemble
-from bot.memory.facts import FactChange
+from bot.llm.budget import Section, assemble
+from bot.memory.facts.store import FactChange
 from bot.memory.manager import MemoryManager
 from bot.memory.recall import Found, Recalled
 from bot.text import MENTION

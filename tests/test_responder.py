@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from bot.conversation import Decision, Request, Route
-from bot.memory.facts_llm import LLMFactsModel
+from bot.memory.facts.model import LLMFactsModel
 from bot.memory.manager import MemoryManager
 from bot.model_turns import ModelTurns
 from bot.responder import Responder

@@ -20,7 +20,7 @@ from discord.ext import commands
 from bot.cogs.replies import Confirm, answer, require_admin
 from bot.memory.caches import CacheReport
 from bot.memory.clock import day_bounds
-from bot.memory.facts import RevisionNotFoundError
+from bot.memory.facts.store import RevisionNotFoundError
 from db.deletion import rows_in_words
 
 if TYPE_CHECKING:

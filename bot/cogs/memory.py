@@ -17,7 +17,7 @@ from db.deletion import rows_in_words
 
 if TYPE_CHECKING:
     from bot.discord_bot import ElefantBot
-    from bot.memory.facts import Revision
+    from bot.memory.facts.store import Revision
     from bot.memory.manager import MemoryManager
 
 REVISIONS_SHOWN = 15

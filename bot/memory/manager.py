@@ -23,25 +23,25 @@ from bot.llm.client import LLM
 from bot.llm.embeddings import Embedder
 from bot.llm.prompts import ChatLine
 from bot.memory.caches import CacheReport
-from bot.memory.channels import ChannelScopes, Mode
-from bot.memory.claims import Claims
+from bot.memory.intake.channels import ChannelScopes, Mode
+from bot.memory.summaries.claims import Claims
 from bot.memory.clock import Clock
 from bot.memory.coherence import ChangeFeed, Generations
-from bot.memory.context import ContextBuilder
+from bot.memory.summaries.context import ContextBuilder
 from bot.memory.embedding import EmbeddingWorker, Replies, dimensions_of, encoder
 from bot.memory.export import member_markdown
-from bot.memory.facts import FactChange, FactsModel, FactsStore, Revision
-from bot.memory.facts_llm import LLMFactsModel
-from bot.memory.forgetting import redact
-from bot.memory.ingest import StoredCounts, WriteBehindQueue
+from bot.memory.facts.store import FactChange, FactsModel, FactsStore, Revision
+from bot.memory.facts.model import LLMFactsModel
+from bot.memory.facts.forgetting import redact
+from bot.memory.intake.queue import StoredCounts, WriteBehindQueue
 from bot.memory.names import NameDirectory
 from bot.memory.question import read as read_question
 from bot.memory.recall import Found, Hit, Recall, Recalled, pack
-from bot.memory.rollups import Rollups
-from bot.memory.scheduler import SummaryScheduler
-from bot.memory.summaries import Summaries
+from bot.memory.summaries.rollups import Rollups
+from bot.memory.summaries.scheduler import SummaryScheduler
+from bot.memory.summaries.daily import Summaries
 from bot.memory.vector_index import VectorIndex
-from bot.memory.window import ChannelWindow
+from bot.memory.intake.window import ChannelWindow
 from bot.settings import Settings
 from bot.text import MENTION
 from db import changes, deletion, maintenance, members, stats

@@ -13,7 +13,7 @@ import json
 import sys
 from datetime import UTC, date, datetime
 
-from bot.memory.claims import Claims
+from bot.memory.summaries.claims import Claims
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from bot.settings import Settings

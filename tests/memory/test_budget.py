@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.llm.tokens import estimate_tokens
-from bot.memory.budget import Section, assemble
+from bot.llm.budget import Section, assemble
 
 words = st.text(alphabet=st.sampled_from("abcdefghij klmno. "), min_size=0, max_size=3000)
 

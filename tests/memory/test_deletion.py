@@ -11,7 +11,7 @@ from bot.llm.client import LLM
 from bot.llm.prompts import load_prompts
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
-from bot.memory.rollups import periods
+from bot.memory.summaries.rollups import periods
 from db.deletion import remaining
 from db.models import ChatMessage, DailySummary, HistoricalSummary, Rollup, UserFacts, UserOptOut
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, OTHER_GUILD, message

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from sqlalchemy import func, select, text
 
-from bot.memory.facts import FactsStore, RevisionNotFoundError, drop_oldest_sentences
+from bot.memory.facts.store import FactsStore, RevisionNotFoundError, drop_oldest_sentences
 from db.engine import create_session_factory
 from db.models import FactRevision
 from tests.factories import ALICE, BOB, GUILD, OTHER_GUILD

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from bot.memory.facts import FactsStore
-from bot.memory.facts_llm import LLMFactsModel
+from bot.memory.facts.store import FactsStore
+from bot.memory.facts.model import LLMFactsModel
 from db.engine import create_session_factory
 from tests.factories import ALICE, BOB, GUILD
 from tests.gemini_stub import StubRequest

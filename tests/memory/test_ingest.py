@@ -9,9 +9,9 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.memory import ingest
+from bot.memory.intake import queue as ingest
 from bot.memory.embedding import Replies
-from bot.memory.ingest import WriteBehindQueue
+from bot.memory.intake.queue import WriteBehindQueue
 from bot.memory.manager import MemoryManager
 from bot.settings import Settings
 from db.engine import create_session_factory

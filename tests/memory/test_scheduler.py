@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import func, select
 
 from bot.lifecycle import running
-from bot.memory import scheduler as scheduling
+from bot.memory.summaries import scheduler as scheduling
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from db.models import DailySummary
@@ -118,7 +118,7 @@ async def test_a_failing_day_blocks_no_other_and_is_logged_once(make, stub, capl
 
     stub.responder = refuses_one_day
     assert memory.scheduler is not None
-    with caplog.at_level(logging.DEBUG, logger="bot.memory.scheduler"):
+    with caplog.at_level(logging.DEBUG, logger="bot.memory.summaries.scheduler"):
         first = await memory.scheduler.catch_up()
         second = await memory.scheduler.catch_up()
     assert (first.built, first.failed, second.built, second.failed) == (2, 1, 0, 1)

@@ -12,7 +12,7 @@ from datetime import timedelta
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.memory.ingest import WriteBehindQueue
+from bot.memory.intake.queue import WriteBehindQueue
 from bot.memory.spill import decode, encode
 from db.messages import DeadLetter
 from db.models import ChatMessage

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.memory.window import ChannelWindow
+from bot.memory.intake.window import ChannelWindow
 from tests.factories import CHANNEL, GUILD, T0, message, minutes
 
 
