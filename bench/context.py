@@ -1,7 +1,7 @@
 """Context benchmark: cold contexts with and without the past summarised, day one of a guild, the summary
 scheduler's cost per guild-day, warm get_memories, and context size as history grows.
 
-The model is the Gemini stub (tests/gemini_stub.py) at a fixed latency, reached by the real google-genai client.
+The model is the Gemini stub (fakes/gemini_stub.py) at a fixed latency, reached by the real google-genai client.
 Its summaries grow with what they summarise (a day's summary of a member quotes more of a busier day, a history
 keeps about half of its days), as a real model's do; nothing is summarised by hand: the scheduler does it.
 Run: python -m bench.context [--users 200] [--days 30] [--per-day 2000] [--latency 0.2] [--sizes 1000,...]
@@ -40,8 +40,8 @@ from bot.memory.summaries.scheduler import Pass
 from bot.memory.types import IncomingMessage
 from bot.settings import Settings
 from db.engine import create_session_factory
-from tests.gemini_stub import GeminiStub, Reply, StubRequest, as_json, text
-from tests.model_doubles import scripted_model
+from fakes.gemini_stub import GeminiStub, Reply, StubRequest, as_json, text
+from fakes.model_doubles import scripted_model
 
 GUILD = 2**60
 NOW = datetime(2026, 11, 20, 18, 0, tzinfo=UTC)

@@ -29,8 +29,8 @@ from statistics import median
 from zoneinfo import ZoneInfo
 
 from bench.common import print_table
-from tests import exporter_json as dce
-from tests.exporter_json import File, Guild, JsonWriter, Msg, Reference, Snapshot, Sticker, User
+from fakes import exporter_json as dce
+from fakes.exporter_json import File, Guild, JsonWriter, Msg, Reference, Snapshot, Sticker, User
 
 GUILD = Guild(2**60 + 3000, "Bench Guild")
 CHANNEL = dce.Channel(2**60 + 3002, dce.TEXT, "general", parent=dce.Channel(2**60 + 3001, dce.CATEGORY, "Text"))

@@ -52,8 +52,8 @@ from bot.memory.summaries import context, rollups
 from bot.responder import SLOW, Answer
 from bot.settings import Settings
 from db import maintenance
-from tests.gemini_stub import GeminiStub, Reply, StubRequest, as_json
-from tests.model_doubles import element, scripted_model
+from fakes.gemini_stub import GeminiStub, Reply, StubRequest, as_json
+from fakes.model_doubles import element, scripted_model
 
 ROUTES = ("chat", "what do you know", "recall question")
 

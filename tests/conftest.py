@@ -27,8 +27,8 @@ from bot.settings import Settings
 from db.engine import create_engine
 from db.migrate import upgrade
 from db.models import Base
-from tests.gemini_stub import GeminiStub
-from tests.model_doubles import RefuseOffline, scripted_model
+from fakes.gemini_stub import GeminiStub
+from fakes.model_doubles import RefuseOffline, scripted_model
 
 PG_BASE_URL = os.environ.get("TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
 SNOWFLAKE = 2**60  # real Discord IDs are this large; small test IDs would hide BigInteger mistakes

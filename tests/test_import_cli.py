@@ -13,8 +13,8 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from db.models import ChatMessage, DeadLetter
-from tests import exporter_json as dce
-from tests.exporter_json import Guild, JsonWriter, Msg, User
+from fakes import exporter_json as dce
+from fakes.exporter_json import Guild, JsonWriter, Msg, User
 
 ROOT = Path(__file__).resolve().parents[1]
 AT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

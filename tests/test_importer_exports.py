@@ -26,8 +26,8 @@ from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from bot.memory.types import IncomingMessage
 from db.models import Base, ChannelPrivacy, ChatMessage, DeadLetter, MemberName
-from tests import exporter_json as dce
-from tests.exporter_json import File, Guild, JsonWriter, Msg, Reference, Snapshot, Sticker, User
+from fakes import exporter_json as dce
+from fakes.exporter_json import File, Guild, JsonWriter, Msg, Reference, Snapshot, Sticker, User
 
 ROOT = Path(__file__).resolve().parents[1]
 NOW = datetime(2026, 11, 20, 20, 0, tzinfo=UTC)

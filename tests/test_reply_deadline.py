@@ -21,9 +21,9 @@ import pytest
 from bot.app import open_app
 from bot.conversation import Request
 from bot.settings import Settings
+from fakes.gemini_stub import GeminiStub, error, hang
+from fakes.model_doubles import scripted_model
 from tests.factories import ALICE, CHANNEL, GUILD, message
-from tests.gemini_stub import GeminiStub, error, hang
-from tests.model_doubles import scripted_model
 
 ROOT = Path(__file__).resolve().parents[1]
 DEADLINE = 1.0

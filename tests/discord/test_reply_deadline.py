@@ -17,8 +17,8 @@ from discord.ext.test import backend
 from bot.app import open_app
 from bot.cogs import listener
 from bot.discord_bot import ElefantBot
-from tests.gemini_stub import GeminiStub, hang
-from tests.model_doubles import scripted_model
+from fakes.gemini_stub import GeminiStub, hang
+from fakes.model_doubles import scripted_model
 from tests.test_reply_deadline import DEADLINE, settings_for
 
 

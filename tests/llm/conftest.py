@@ -8,7 +8,7 @@ import pytest
 from google import genai
 from google.genai import types
 
-from tests.gemini_stub import GeminiStub
+from fakes.gemini_stub import GeminiStub
 
 
 @pytest.fixture

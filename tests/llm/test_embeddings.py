@@ -18,8 +18,8 @@ from bot.memory.manager import MemoryManager
 from bot.settings import ConfigError, load_settings
 from db.engine import create_session_factory
 from db.models import LlmCall
+from fakes.gemini_stub import error, text
 from tests.factories import ALICE, GUILD, message
-from tests.gemini_stub import error, text
 from tests.llm.test_lanes import fast_retries, settings_for
 
 WHEN = {"today": "Friday 2026-11-20 12:00", "timezone": "UTC"}

@@ -13,7 +13,7 @@ from bot.llm.prompts import load_prompts
 from bot.llm.resilience import ResilientProvider
 from bot.llm.schemas import ForgetResult, RouteDecision
 from bot.llm.types import LLMError, LLMUnavailableError, Prompt
-from tests.gemini_stub import as_json, error, hang, text
+from fakes.gemini_stub import as_json, error, hang, text
 
 PROMPTS = load_prompts()
 WHEN = {"today": "Friday 2026-11-20 12:00", "timezone": "UTC"}

@@ -11,7 +11,7 @@ import bot.app
 import bot.llm.build
 from bot.app import open_app
 from bot.llm import build_llm
-from tests.gemini_stub import GeminiStub
+from fakes.gemini_stub import GeminiStub
 from tests.llm.test_lanes import CONDENSE, settings_for
 
 

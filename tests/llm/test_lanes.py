@@ -24,7 +24,7 @@ from bot.llm.prompts import load_prompts
 from bot.llm.resilience import Limits, ResilientProvider, is_transient
 from bot.llm.types import LLMError
 from bot.settings import Settings
-from tests.gemini_stub import Reply, StubRequest, error, text
+from fakes.gemini_stub import Reply, StubRequest, error, text
 
 WHEN = {"today": "Friday 2026-11-20 12:00", "timezone": "UTC"}
 CONDENSE = {"subject": "Bob", "existing": "Bob is Sergey.", "max_chars": 100, **WHEN}

@@ -12,8 +12,8 @@ from bot.llm.prompts import load_prompts
 from bot.llm.usage import UsageRecorder
 from db.engine import create_engine, create_session_factory
 from db.models import LlmCall
+from fakes.gemini_stub import error, text
 from tests.factories import GUILD
-from tests.gemini_stub import error, text
 from tests.llm.test_gemini import resilient
 
 VARS = {"subject": "Bob", "existing": "Bob is Sergey.", "max_chars": 100, "today": "2026-11-20", "timezone": "UTC"}

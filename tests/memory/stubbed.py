@@ -11,7 +11,7 @@ from bot.llm.gemini import GeminiProvider
 from bot.llm.prompts import load_prompts
 from bot.llm.resilience import ResilientProvider
 from bot.llm.types import Provider
-from tests.model_doubles import RefuseOffline
+from fakes.model_doubles import RefuseOffline
 
 
 def stub_llm(

@@ -19,11 +19,11 @@ from bot.memory.manager import MemoryManager
 from bot.settings import Settings
 from db.engine import create_engine
 from db.models import BuildClaim, DailySummary, Rollup
+from fakes.gemini_stub import GeminiStub, Reply, StubRequest
+from fakes.model_doubles import scripted_model
 from tests.conftest import _truncate_pg
 from tests.factories import ALICE, BOB, GUILD, message
-from tests.gemini_stub import GeminiStub, Reply, StubRequest
 from tests.memory.stubbed import stub_llm
-from tests.model_doubles import scripted_model
 
 ROOT = Path(__file__).resolve().parents[2]
 NOON = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

@@ -11,10 +11,10 @@ import pytest
 
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
+from fakes.gemini_stub import GeminiStub, Reply, StubRequest
+from fakes.model_doubles import scripted_model
 from tests.factories import ALICE, BOB, GUILD, message
-from tests.gemini_stub import GeminiStub, Reply, StubRequest
 from tests.memory.stubbed import stub_llm
-from tests.model_doubles import scripted_model
 
 NOON = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 

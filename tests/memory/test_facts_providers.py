@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from bot.memory.facts.store import FactsStore
 from bot.memory.facts.model import LLMFactsModel
+from bot.memory.facts.store import FactsStore
 from db.engine import create_session_factory
+from fakes.gemini_stub import StubRequest
+from fakes.model_doubles import scripted_model
 from tests.factories import ALICE, BOB, GUILD
-from tests.gemini_stub import StubRequest
-from tests.model_doubles import scripted_model
 
 
 @pytest.fixture

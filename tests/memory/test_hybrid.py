@@ -24,8 +24,8 @@ from bot.responder import Responder
 from db import recall as recall_rows
 from db.models import ChatMessage, MessageVector
 from db.records import MessageVector as Vector
+from fakes.gemini_stub import GeminiStub
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, T0, message
-from tests.gemini_stub import GeminiStub
 from tests.memory.test_facts import AppendingModel
 
 # The stub's "model": words of one concept share a dimension; every other word means nothing to it.

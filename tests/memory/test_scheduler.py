@@ -12,14 +12,14 @@ import pytest
 from sqlalchemy import func, select
 
 from bot.lifecycle import running
-from bot.memory.summaries import scheduler as scheduling
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
+from bot.memory.summaries import scheduler as scheduling
 from db.models import DailySummary
+from fakes.gemini_stub import GeminiStub, Reply, StubRequest, error
+from fakes.model_doubles import scripted_model
 from tests.factories import ALICE, BOB, GUILD, OTHER_GUILD, message
-from tests.gemini_stub import GeminiStub, Reply, StubRequest, error
 from tests.memory.stubbed import stub_llm
-from tests.model_doubles import scripted_model
 
 NOON = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 DAY = re.compile(r"\((\d{4}-\d{2}-\d{2}), times in")

@@ -19,9 +19,9 @@ from bot.llm.prompts import load_prompts
 from bot.llm.resilience import ResilientProvider
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
+from fakes.gemini_stub import GeminiStub, StubRequest
+from fakes.model_doubles import RefuseOffline, scripted_model
 from tests.factories import ALICE, GUILD, T0, message, minutes
-from tests.gemini_stub import GeminiStub, StubRequest
-from tests.model_doubles import RefuseOffline, scripted_model
 
 SLOW_SUMMARY = 0.8  # seconds the model takes for a day's summary; the guard gives up after 0.3
 

@@ -21,9 +21,9 @@ from bot.llm.resilience import ResilientProvider
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from db.models import DailySummary, UserOptOut
+from fakes.gemini_stub import GeminiStub, error
+from fakes.model_doubles import RefuseOffline, scripted_model
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, message
-from tests.gemini_stub import GeminiStub, error
-from tests.model_doubles import RefuseOffline, scripted_model
 
 NOON = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 CAROL = 2**60 + 1003
@@ -166,7 +166,7 @@ async def test_merged_context_is_cached_by_content(make, stub):
 
 async def test_facts_survive_a_merge_that_leaves_them_out_and_the_budget_holds(make, stub):
     from bot.llm.tokens import estimate_tokens
-    from tests.gemini_stub import text
+    from fakes.gemini_stub import text
 
     def forgetful(request):  # a model that ignores the facts and writes far too much
         if "<today>" in request.prompt_text:
@@ -233,7 +233,7 @@ async def test_history_keeps_dated_days_and_is_persisted(make, stub):
 
 
 async def test_a_refused_day_is_stored_empty_and_not_retried(make, stub, engine):
-    from tests.gemini_stub import Reply
+    from fakes.gemini_stub import Reply
 
     memory = await make()
     day = NOON - timedelta(days=2)

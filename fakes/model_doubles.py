@@ -7,7 +7,7 @@ import re
 
 from bot.llm.offline import OfflineProvider
 from bot.text import content_stems, remove_statement
-from tests.gemini_stub import Reply, StubRequest, as_json, text
+from fakes.gemini_stub import Reply, StubRequest, as_json, text
 
 
 def element(prompt: str, name: str) -> str:
@@ -16,7 +16,7 @@ def element(prompt: str, name: str) -> str:
     return html.unescape(found[-1]) if found else ""
 
 
-def scripted_model(request: StubRequest) -> Reply:
+def scripted_model(request: StubRequest) -> Reply:  # noqa: PLR0911 -- one return per prompt it answers
     """Merge by appending, forget by sentence, condense by halving, route by keywords, chat by echo."""
     prompt = request.prompt_text
     if "<new_fact>" in prompt:
