@@ -95,7 +95,10 @@ async def _migrate(settings: Settings) -> None:
     from db.engine import create_engine
     from db.migrate import upgrade
 
-    engine = create_engine(settings.database_url)
+    try:
+        engine = create_engine(settings.database_url)  # makes an SQLite file's folder
+    except OSError as exc:  # e.g. under /proc, or behind a link to a disk that is not mounted
+        _folder_failed(exc, settings.database_url)
     try:
         await upgrade(engine)
     except Exception as exc:  # unreachable, refused, no such database …: say which and how to fix it, not a traceback
@@ -105,6 +108,20 @@ async def _migrate(settings: Settings) -> None:
         fail(sentence, exc)
     finally:
         await engine.dispose()
+
+
+def _folder_failed(exc: OSError, database_url: str) -> NoReturn:
+    """End with one sentence when the SQLite file's folder cannot be made (the URL shown without a password)."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(database_url)
+    folder = exc.filename or Path(url.database or "").parent
+    reason = (exc.strerror or type(exc).__name__).lower()
+    fail(
+        f"The database in DATABASE_URL ({url.render_as_string(hide_password=True)}) cannot be created: the folder "
+        f"{folder} cannot be made ({reason}); point DATABASE_URL at a folder this user can write in.",
+        exc,
+    )
 
 
 @main.command()

@@ -130,6 +130,18 @@ def test_a_file_that_is_not_an_sqlite_database(tmp_path):
     assert notes.read_text() == "these are my notes, not a database\n" * 100
 
 
+def test_a_database_folder_that_cannot_be_made(tmp_path):
+    # As under /proc for root: nothing refuses the path until the folder is made (here: a link to a disk that is
+    # not mounted). Any command meets it first; stats is one.
+    (tmp_path / "data").symlink_to(tmp_path / "unmounted" / "data")
+    url = f"sqlite:///{tmp_path}/data/elefant.db"
+    line = one_sentence(bot(tmp_path, "stats", "--guild", "1", DATABASE_URL=url))
+    assert line == (
+        f"The database in DATABASE_URL (sqlite+aiosqlite:///{tmp_path}/data/elefant.db) cannot be created: the "
+        f"folder {tmp_path}/data cannot be made (file exists); point DATABASE_URL at a folder this user can write in."
+    )
+
+
 def test_a_database_from_a_newer_elefant(tmp_path):
     path = tmp_path / "newer.db"
     assert bot(tmp_path, "migrate", DATABASE_URL=f"sqlite:///{path}").returncode == 0
