@@ -10,10 +10,12 @@ and a prompt file that breaks this rule fails at start-up.
 
 from __future__ import annotations
 
+import importlib.resources
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from string import Template
 from typing import Any
@@ -23,7 +25,17 @@ from zoneinfo import ZoneInfo
 from bot.llm.types import Prompt
 from bot.text import clean
 
-PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
+
+def _prompts_dir() -> Traversable:
+    """The prompt files: the installed package `elefant_prompts` (a wheel, or an editable install, which maps it
+    to the checkout's prompts/), else the checkout's prompts/ beside bot/ (run from the source tree)."""
+    try:
+        return importlib.resources.files("elefant_prompts")
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parents[2] / "prompts"
+
+
+PROMPTS_DIR = _prompts_dir()
 OPERATIONS = (
     "remember",
     "forget",
@@ -97,7 +109,7 @@ def transcript(lines: Iterable[ChatLine]) -> str:
     )
 
 
-def _parse(path: Path) -> PromptTemplate:
+def _parse(path: Traversable) -> PromptTemplate:
     raw = path.read_text(encoding="utf-8")
     if not raw.startswith("---\n") or "\n---\n" not in raw[4:]:
         raise PromptError(f"{path.name}: missing front matter")
@@ -114,10 +126,10 @@ def _parse(path: Path) -> PromptTemplate:
         raise PromptError(f"{path.name}: placeholders {sorted(used)} differ from variables {sorted(declared)}")
     if member_text := set(system.get_identifiers()) - SYSTEM_VARIABLES:
         raise PromptError(f"{path.name}: {sorted(member_text)} may only appear in the user part, in a data element")
-    return PromptTemplate(path.stem, version, declared, system, user)
+    return PromptTemplate(path.name.removesuffix(".md"), version, declared, system, user)
 
 
-def load_prompts(directory: Path = PROMPTS_DIR) -> dict[str, PromptTemplate]:
+def load_prompts(directory: Traversable = PROMPTS_DIR) -> dict[str, PromptTemplate]:
     """Load and check every operation's prompt; fails at start-up, not at the first message."""
     prompts = {}
     for operation in OPERATIONS:

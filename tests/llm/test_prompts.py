@@ -52,8 +52,9 @@ def test_a_missing_variable_is_refused():
 
 
 def _copy_prompts(tmp_path: Path) -> Path:
-    for path in PROMPTS_DIR.glob("*.md"):
-        (tmp_path / path.name).write_text(path.read_text())
+    for path in PROMPTS_DIR.iterdir():
+        if path.name.endswith(".md"):
+            (tmp_path / path.name).write_text(path.read_text())
     return tmp_path
 
 
