@@ -287,14 +287,18 @@ async def import_(files: tuple[Path, ...], private: bool, stop: StopRequest) -> 
     had read and says how far it got; running the same command again finishes the job.
     """
     settings = _settings()
+    from bot.exports import export_files
+
+    paths, refused = export_files(files)  # what cannot be read is refused before seconds of imports
+    for sentence in refused:
+        click.echo(f"Not imported: {sentence}", err=True)
+    if not paths:
+        raise click.exceptions.Exit(1)
+    failed = len(refused)
     from bot.app import open_app
-    from bot.importer import ImportFileError, ImportProgress, ImportSummary, describe, export_files, import_file
+    from bot.importer import ImportFileError, ImportProgress, ImportSummary, describe, import_file
 
     await _migrate(settings)
-    paths, empty = export_files(files)
-    for sentence in empty:
-        click.echo(f"Not imported: {sentence}", err=True)
-    failed = len(empty)
     summary = ImportSummary()
     stopped: ImportProgress | None = None
     async with open_app(settings) as app:
@@ -478,10 +482,10 @@ async def run(stop: StopRequest) -> None:
 async def sync() -> None:
     """Send the slash commands to Discord now (`run` sends them only when they changed)."""
     settings = _settings()
+    token = _token(settings, "sync")  # refused before seconds of imports
     from bot.app import open_app
     from bot.discord_bot import ElefantBot
 
-    token = _token(settings, "sync")
     await _migrate(settings)
     with discord_start_up(settings):
         async with open_app(settings) as app:
@@ -498,7 +502,7 @@ async def sync() -> None:
 def invite(client_id: int | None) -> None:
     """Print the link that adds the bot to a server, with the scopes and permissions it needs."""
     settings = _settings()
-    from bot.discord_bot import PERMISSIONS, SCOPES, application_id_from_token, invite_url
+    from bot.invite import PERMISSIONS, SCOPES, application_id_from_token, invite_url
 
     if client_id is None and settings.discord_token is not None:
         client_id = application_id_from_token(settings.discord_token.get_secret_value())

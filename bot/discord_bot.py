@@ -8,8 +8,6 @@ since Discord rate-limits syncing; sharding (AutoShardedBot) when SHARD_COUNT is
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import json
 import logging
@@ -27,7 +25,6 @@ log = logging.getLogger(__name__)
 # The bot never joins voice: discord.py's warnings about voice libraries not installed are no news.
 discord.VoiceClient.warn_nacl = False
 discord.VoiceClient.warn_dave = False
-SCOPES = ("bot", "applications.commands")
 TREE_HASH_FILE = "command-tree.sha256"
 
 
@@ -40,36 +37,6 @@ def intents(settings: Settings) -> discord.Intents:
     # Privileged and optional: nickname changes at once (otherwise names follow each member's next message).
     wanted.members = settings.discord_members_intent
     return wanted
-
-
-# What the bot does in channels, as the developer portal and server settings name it: read channels and their
-# history (a reply points at the message it answers), reply there and in threads (typing needs Send Messages).
-PERMISSIONS = {
-    "view_channel": "View Channels",
-    "read_message_history": "Read Message History",
-    "send_messages": "Send Messages",
-    "send_messages_in_threads": "Send Messages in Threads",
-}
-
-
-def needed_permissions() -> discord.Permissions:
-    """The channel permissions the bot needs (slash commands and their private answers need none)."""
-    return discord.Permissions(**dict.fromkeys(PERMISSIONS, True))
-
-
-def application_id_from_token(token: str) -> int | None:
-    """A bot token starts with its bot user's ID in base64, which for bots is the application's ID."""
-    head = token.split(".", 1)[0]
-    try:
-        decoded = base64.b64decode(head + "=" * (-len(head) % 4), validate=True).decode()
-    except (binascii.Error, UnicodeDecodeError):
-        return None
-    return int(decoded) if decoded.isdigit() else None
-
-
-def invite_url(application_id: int) -> str:
-    """The OAuth2 URL that adds the bot to a server with its slash commands and the permissions it needs."""
-    return discord.utils.oauth_url(application_id, permissions=needed_permissions(), scopes=SCOPES)
 
 
 class _Elefant:

@@ -7,7 +7,8 @@ names the file, and for a message its index and field.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -145,6 +146,45 @@ def open_export(path: Path) -> IO[bytes]:
     if file.read(3) != b"\xef\xbb\xbf":  # a BOM (as Windows tools save "UTF-8") is fine
         file.seek(0)
     return file
+
+
+def _natural(path: Path) -> list[Any]:
+    # "part 2" before "part 10"; a partitioned export's first file ("name.json") before "name [part 2].json"
+    return [int(t) if t.isdigit() else t.casefold() for t in re.split(r"(\d+)", str(path.with_suffix("")))]
+
+
+def export_files(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:
+    """The files to import: each file as given, each folder's *.json files (recursively) in a stable order.
+
+    Also the sentences for what cannot be imported at all: a folder that holds none, a file that cannot be
+    opened (said here, before any database is opened). A file named twice is imported once.
+    """
+    files: list[Path] = []
+    refused: list[str] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(
+                (p for p in path.rglob("*") if p.suffix.lower() == ".json" and p.is_file()),
+                key=lambda p: _natural(p.relative_to(path)),
+            )
+            if not found:
+                refused.append(f"{path}: is a folder with no .json exports in it")
+            files.extend(found)
+        else:
+            try:
+                open_export(path).close()
+            except ImportFileError as exc:
+                refused.append(str(exc))
+                continue
+            files.append(path)
+    seen: set[Path] = set()
+    unique = []
+    for path in files:
+        key = path.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(path)
+    return unique, refused
 
 
 def _not_json(path: Path, exc: Exception) -> ImportFileError:

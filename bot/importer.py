@@ -11,9 +11,8 @@ import asyncio
 import logging
 import marshal
 import os
-import re
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -240,39 +239,6 @@ async def import_file(
         dead_letters=counts.dead_letters,
         opted_out=opted_out,
     )
-
-
-def _natural(path: Path) -> list[Any]:
-    # "part 2" before "part 10"; a partitioned export's first file ("name.json") before "name [part 2].json"
-    return [int(t) if t.isdigit() else t.casefold() for t in re.split(r"(\d+)", str(path.with_suffix("")))]
-
-
-def export_files(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:
-    """The files to import: each file as given, each folder's *.json files (recursively) in a stable order.
-
-    Also the sentences for folders that hold none. A file named twice is imported once.
-    """
-    files: list[Path] = []
-    empty: list[str] = []
-    for path in paths:
-        if path.is_dir():
-            found = sorted(
-                (p for p in path.rglob("*") if p.suffix.lower() == ".json" and p.is_file()),
-                key=lambda p: _natural(p.relative_to(path)),
-            )
-            if not found:
-                empty.append(f"{path}: is a folder with no .json exports in it")
-            files.extend(found)
-        else:
-            files.append(path)
-    seen: set[Path] = set()
-    unique = []
-    for path in files:
-        key = path.resolve()
-        if key not in seen:
-            seen.add(key)
-            unique.append(path)
-    return unique, empty
 
 
 def _n(count: int, thing: str, things: str | None = None) -> str:

@@ -170,13 +170,21 @@ COMMANDS = [
 ]  # fmt: skip
 
 
+def importing(tmp_path: Path, *args: str, **env: str) -> tuple[subprocess.CompletedProcess[str], list[str], set[str]]:
+    """`python -m bot ARGS` under `-X importtime` (the real command, nothing wrapped): what it did, the lines it
+    wrote to stderr, and every module it imported."""
+    result = bot(tmp_path, *args, executable=[sys.executable, "-X", "importtime", "-m", "bot"], **env)
+    lines = result.stderr.splitlines()
+    names = [line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")]
+    return result, [line for line in lines if not line.startswith("import time:")], set(names[1:])  # [0]: header
+
+
 def imported_by(tmp_path: Path, *args: str) -> set[str]:
-    """Top-level packages `python -m bot ARGS` imports, from `-X importtime` (the real command, nothing wrapped)."""
-    result = bot(tmp_path, *args, executable=[sys.executable, "-X", "importtime", "-m", "bot"])
+    """Top-level packages `python -m bot ARGS` imports."""
+    result, _, modules = importing(tmp_path, *args)
     assert result.returncode == 0, result.stderr
     assert "Usage:" in result.stdout
-    names = [line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")]
-    return {name.split(".")[0] for name in names[1:]}  # the first line is the header
+    return {name.split(".")[0] for name in modules}
 
 
 def test_help_imports_nothing_heavy(tmp_path):
@@ -189,6 +197,48 @@ def test_each_commands_help_imports_nothing_heavy(tmp_path):
     for command in COMMANDS:
         modules = imported_by(tmp_path, command, "--help")
         assert modules.isdisjoint(HEAVY), (command, sorted(modules & set(HEAVY)))
+
+
+# What a command loads to do its work: discord.py, the model's SDK and HTTP client, the embedding model, the vector
+# index, migrations and the database models, the bot and its memory.
+WORK = (
+    "discord", "google", "aiohttp", "onnxruntime", "numpy", "faiss", "alembic",
+    "db.engine", "db.models", "bot.app", "bot.memory", "bot.discord_bot",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "said"),
+    [
+        (
+            ["invite"],
+            {},
+            "Error: pass --client-id (the Application ID on the developer portal's General Information page) or set "
+            "DISCORD_TOKEN",
+        ),
+        (
+            ["invite"],
+            {"DISCORD_TOKEN": "not-a-bot-token"},
+            "Error: DISCORD_TOKEN does not look like a bot token (it starts with the bot's id); copy it again from the "
+            "developer portal, or pass --client-id (the Application ID on its General Information page)",
+        ),
+        (
+            ["sync"],
+            {},
+            "`sync` needs DISCORD_TOKEN (the bot's token from https://discord.com/developers/applications → your "
+            "application → Bot).",
+        ),
+        (["import", "missing.json"], {}, "Not imported: missing.json: cannot be read (No such file or directory)"),
+    ],
+)
+def test_input_is_refused_before_the_heavy_imports_and_the_database(tmp_path, args, env, said):
+    # These took 5-7 s to refuse: the bot, the model's SDK and the database were loaded first. (SQLAlchemy is
+    # loaded by the settings, which parse DATABASE_URL with it.)
+    database = tmp_path / "never.db"
+    result, lines, modules = importing(tmp_path, *args, DATABASE_URL=f"sqlite:///{database}", **env)
+    assert result.returncode in (1, 2) and lines[-1] == said, result.stderr
+    assert not {m for m in modules if m.startswith(WORK)}, sorted(m for m in modules if m.startswith(WORK))
+    assert not database.exists()
 
 
 def test_help_lists_every_command(tmp_path):
