@@ -23,15 +23,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from google import genai
-from google.genai import types
-
 from bench.common import print_table, sqlite_engine
-from bot.llm.breaker import CircuitBreaker
 from bot.llm.client import LLM
-from bot.llm.gemini import GeminiProvider
-from bot.llm.prompts import load_prompts
-from bot.llm.resilience import ResilientProvider
+from bot.llm.offline import OfflineProvider
 from bot.llm.tokens import estimate_tokens
 from bot.llm.usage import UsageRecorder
 from bot.memory.clock import FakeClock, day_bounds
@@ -42,6 +36,7 @@ from bot.settings import Settings
 from db.engine import create_session_factory
 from fakes.gemini_stub import GeminiStub, Reply, StubRequest, as_json, text
 from fakes.model_doubles import scripted_model
+from fakes.models import model_stack
 
 GUILD = 2**60
 NOW = datetime(2026, 11, 20, 18, 0, tzinfo=UTC)
@@ -89,19 +84,18 @@ def activity_model(request: StubRequest) -> Reply:
     return scripted_model(request)
 
 
-def client_for(stub: GeminiStub, sessions: Any = None) -> tuple[LLM, genai.Client]:
+def client_for(stub: GeminiStub, sessions: Any = None) -> LLM:
     """The real client against the stub, with the production resilience settings (limits that do not bind)."""
-    client = genai.Client(api_key="bench", http_options=types.HttpOptions(base_url=stub.base_url))
-    provider = ResilientProvider(
-        GeminiProvider(client, models={"batch": "gemini-2.5-flash", "fast": "gemma-3-27b-it"}, timeout_s=30),
+    return model_stack(
+        stub.base_url,
         attempts=2,
         timeout_s=30,
-        max_concurrency=8,
-        requests_per_minute=100_000,
-        breaker=CircuitBreaker(failures=50, cooldown=60),
+        concurrency=8,
+        breaker_failures=50,
+        wait=(1.0, 30.0),
+        offline=OfflineProvider(),
+        usage=UsageRecorder(sessions) if sessions is not None else None,
     )
-    usage = UsageRecorder(sessions) if sessions is not None else None
-    return LLM(provider, prompts=load_prompts(), usage=usage), client
 
 
 def member(u: int) -> int:
@@ -153,7 +147,7 @@ class Bench:
     ) -> Any:
         """Run `work` in a fresh process-like MemoryManager on database `name` (empty caches, like a restart)."""
         async with sqlite_engine(self.directory, reuse=self.directory / name) as engine:
-            llm, client = client_for(self.stub, create_session_factory(engine))
+            llm = client_for(self.stub, create_session_factory(engine))
             settings = Settings(_env_file=None, context_token_budget=2000, **overrides)  # type: ignore[call-arg]
             memory = MemoryManager(engine, settings, llm=llm, clock=FakeClock(at))
             await memory.start(background=False)
@@ -162,7 +156,6 @@ class Bench:
             finally:
                 await memory.close()
                 await llm.close()
-                await client.aio.aclose()
 
 
 def behind(request: StubRequest) -> bool:
@@ -401,7 +394,7 @@ async def growth(args: argparse.Namespace, stub: GeminiStub, mode: str = "summar
     for total in args.sizes:
         with tempfile.TemporaryDirectory() as tmp:
             async with sqlite_engine(Path(tmp)) as engine:
-                llm, client = client_for(stub)
+                llm = client_for(stub)
                 settings = Settings(_env_file=None, memory_wait_seconds=600, history_mode=mode)  # type: ignore[call-arg]
                 memory = MemoryManager(engine, settings, llm=llm, clock=FakeClock(NOW))
                 await memory.start(background=False)
@@ -432,7 +425,7 @@ async def growth(args: argparse.Namespace, stub: GeminiStub, mode: str = "summar
                     tokens.append(estimate_tokens(await memory.get_memories(GUILD, who) or ""))
                 out.append((total + 70 + len(range(8, 8 + 365, 4)), tokens[0], tokens[1], mine))
                 await memory.close()
-                await client.aio.aclose()
+                await llm.close()
     return out
 
 

@@ -31,14 +31,13 @@ from bench.conversations import Conversation, generate, write_exports
 from bench.retrieval_study import Config, Corpus, Study, evaluate
 from bot.conversation import Request, address
 from bot.importer import import_file
-from bot.llm.client import LLM
 from bot.llm.local_embedder import LocalEmbedder
-from bot.llm.prompts import load_prompts
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from bot.memory.recall import Options
 from bot.responder import Responder
 from bot.settings import Settings
+from fakes.models import model_stack
 
 ABLATIONS = {
     "Elefant (what the model receives)": Options(),
@@ -80,9 +79,7 @@ async def measure(
     )  # type: ignore[call-arg]
     built = database is not None and database.exists()  # noqa: ASYNC240 - once, before anything runs
     async with sqlite_engine(directory, reuse=database) as engine:
-        memory = MemoryManager(
-            engine, settings, llm=LLM(None, prompts=load_prompts()), clock=FakeClock(conv.now), embedder=LocalEmbedder()
-        )
+        memory = MemoryManager(engine, settings, llm=model_stack(), clock=FakeClock(conv.now), embedder=LocalEmbedder())
         await memory.start(background=False)
         started = time.perf_counter()
         if not built:

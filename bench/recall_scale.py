@@ -32,15 +32,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bench.common import postgres_engine, print_table, sqlite_engine
 from bench.recall import CHANNELS, GUILD, MEMBERS, NAMES, NOW, Plant, build, pct, vocabulary
 from bot.conversation import Request
-from bot.llm.client import LLM
 from bot.llm.local_embedder import DIMENSIONS, MODEL, LocalEmbedder
-from bot.llm.prompts import load_prompts
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from bot.memory.vector_index import quantize
 from bot.responder import Responder
 from bot.settings import Settings
 from db import maintenance
+from fakes.models import model_stack
 
 CHUNK = 50_000
 
@@ -124,9 +123,7 @@ async def _questions(
     engine: AsyncEngine, plants: list[Plant], *, messages: int, seed: int, per_vector_sql: float | None, name: str
 ) -> list[list[str]]:
     settings = Settings(_env_file=None, database_url=str(engine.url), gemini_api_key=None, discord_token=None)  # type: ignore[call-arg]
-    memory = MemoryManager(
-        engine, settings, llm=LLM(None, prompts=load_prompts()), clock=FakeClock(NOW), embedder=LocalEmbedder()
-    )
+    memory = MemoryManager(engine, settings, llm=model_stack(), clock=FakeClock(NOW), embedder=LocalEmbedder())
     await memory.start(background=False)
     for i, member in enumerate(NAMES):
         await memory.note_member(GUILD, MEMBERS[i], member, member.lower())

@@ -56,9 +56,9 @@ def scripted_model(request: StubRequest) -> Reply:  # noqa: PLR0911 -- one retur
             f"history=[{element(prompt, 'history')}] earlier=[{element(prompt, 'earlier')}]"
         )
     if "<channel>" in prompt:
-        said = " / ".join(html.unescape(c) for c in re.findall(r"<content>([^<]*)</content>", prompt))
+        channel = " / ".join(html.unescape(c) for c in re.findall(r"<content>([^<]*)</content>", prompt))
         reply = f"(stub model) you said: {element(prompt, 'message')} | memory: {element(prompt, 'memory')}"
-        return text(reply + (f" | channel: {said}" if said else ""))
+        return text(reply + (f" | channel: {channel}" if channel else ""))
     facts = element(prompt, "facts")
     return text(facts[len(facts) // 2 :])
 

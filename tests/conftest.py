@@ -13,22 +13,17 @@ from pathlib import Path
 
 import asyncpg
 import pytest
-from google import genai
-from google.genai import types
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.llm.breaker import CircuitBreaker
 from bot.llm.client import LLM
-from bot.llm.gemini import GeminiProvider
-from bot.llm.prompts import load_prompts
-from bot.llm.resilience import ResilientProvider
 from bot.settings import Settings
 from db.engine import create_engine
 from db.migrate import upgrade
 from db.models import Base
 from fakes.gemini_stub import GeminiStub
-from fakes.model_doubles import RefuseOffline, scripted_model
+from fakes.model_doubles import scripted_model
+from fakes.models import model_stack
 
 PG_BASE_URL = os.environ.get("TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
 SNOWFLAKE = 2**60  # real Discord IDs are this large; small test IDs would hide BigInteger mistakes
@@ -123,23 +118,20 @@ async def engine(db_url: str) -> AsyncIterator[AsyncEngine]:
 async def llm(request: pytest.FixtureRequest) -> AsyncIterator[LLM]:
     """The LLM client twice: offline, and the real google-genai client against the stub over HTTP."""
     if request.param == "offline":
-        yield LLM(None, prompts=load_prompts())
+        yield model_stack()
         return
     stub = await GeminiStub(responder=scripted_model).start()
-    client = genai.Client(api_key="test-key", http_options=types.HttpOptions(base_url=stub.base_url))
-    gemini = GeminiProvider(client, models={"batch": "gemini-2.5-flash", "fast": "gemma-3-27b-it"}, timeout_s=5)
-    provider = ResilientProvider(
-        gemini,
+    llm = model_stack(
+        stub.base_url,
         attempts=2,
         timeout_s=5,
-        max_concurrency=4,
+        concurrency=4,
         requests_per_minute=10_000,
-        breaker=CircuitBreaker(failures=5, cooldown=60),
-        wait_initial=0.01,
-        wait_max=0.05,
+        breaker_failures=5,
+        wait=(0.01, 0.05),
     )
-    yield LLM(provider, prompts=load_prompts(), offline=RefuseOffline(), client=client)
-    await client.aio.aclose()
+    yield llm
+    await llm.close()
     await stub.stop()
 
 

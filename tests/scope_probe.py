@@ -19,12 +19,11 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.llm.client import LLM
-from bot.llm.prompts import load_prompts
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from bot.settings import Settings
 from db.records import Kind
+from fakes.models import model_stack
 from tests.factories import ALICE, BOB, GUILD, OTHER_GUILD, message
 
 NOW = datetime(2026, 11, 20, 18, 0, tzinfo=UTC)
@@ -62,7 +61,7 @@ async def build(engine: AsyncEngine, settings: Settings, *, vectors: bool = Fals
     memory = MemoryManager(
         engine,
         settings,
-        llm=LLM(None, prompts=load_prompts()),
+        llm=model_stack(),
         clock=FakeClock(NOW),
         embedder=SameVector() if vectors else None,
     )

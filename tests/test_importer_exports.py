@@ -20,14 +20,13 @@ from sqlalchemy import func, select
 
 from bot.exports import ImportFileError
 from bot.importer import import_file
-from bot.llm.client import LLM
-from bot.llm.prompts import load_prompts
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from bot.memory.types import IncomingMessage
 from db.models import Base, ChannelPrivacy, ChatMessage, DeadLetter, MemberName
 from fakes import exporter_json as dce
 from fakes.exporter_json import File, Guild, JsonWriter, Msg, Reference, Snapshot, Sticker, User
+from fakes.models import model_stack
 
 ROOT = Path(__file__).resolve().parents[1]
 NOW = datetime(2026, 11, 20, 20, 0, tzinfo=UTC)
@@ -66,7 +65,7 @@ def writer(channel: dce.Channel, **options: object) -> JsonWriter:
 async def memory(engine, settings):
     # The offline model quotes what was said, so a leaked word shows in summaries and contexts as it is.
     settings = settings.model_copy(update={"memory_wait_seconds": 600})
-    memory = MemoryManager(engine, settings, llm=LLM(None, prompts=load_prompts()), clock=FakeClock(NOW))
+    memory = MemoryManager(engine, settings, llm=model_stack(), clock=FakeClock(NOW))
     await memory.start()
     yield memory
     await memory.close()

@@ -8,20 +8,19 @@ import pytest
 from sqlalchemy import func, select
 
 from bot.discord_bot import ElefantBot
-from bot.llm.client import LLM
-from bot.llm.prompts import load_prompts
 from bot.memory.clock import Clock
 from bot.memory.manager import MemoryManager
 from bot.responder import Responder
 from db.deletion import remaining
 from db.models import ChatMessage, UserFacts
+from fakes.models import model_stack
 from tests.discord.interactions import Interactions, Sent
 
 
 @pytest.fixture
 async def bot(engine, settings):
     settings = settings.model_copy(update={"memory_wait_seconds": 60})  # cache figures, not the latency guard
-    memory = MemoryManager(engine, settings, llm=LLM(None, prompts=load_prompts()), clock=Clock())
+    memory = MemoryManager(engine, settings, llm=model_stack(), clock=Clock())
     await memory.start()
     responder = Responder(memory, router=None, chatter=lambda request, context: "ok", policy="anyone")
     bot = ElefantBot(memory=memory, responder=responder, settings=settings, sync_commands=False)

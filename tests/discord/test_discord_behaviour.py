@@ -19,13 +19,12 @@ import bot.cogs.replies as replies
 from bot import lifecycle
 from bot.cli import main
 from bot.discord_bot import ElefantBot, ShardedElefantBot, make_bot
-from bot.llm.client import LLM
-from bot.llm.prompts import load_prompts
 from bot.memory.clock import Clock
 from bot.memory.manager import MemoryManager
 from bot.responder import Responder
 from bot.settings import ConfigError, Settings, load_settings
 from db.models import ChatMessage
+from fakes.models import model_stack
 from tests.discord.fake_discord import APPLICATION_ID, GOOD_TOKEN, FakeDiscord, point_discord_py_at
 from tests.discord.interactions import Interactions
 from tests.discord.test_commands import count, only, seed
@@ -79,7 +78,7 @@ def test_wrong_shard_settings_are_one_sentence(monkeypatch, tmp_path, env, sente
 @pytest.fixture
 async def bot(engine, settings):
     settings = settings.model_copy(update={"memory_wait_seconds": 60})
-    memory = MemoryManager(engine, settings, llm=LLM(None, prompts=load_prompts()), clock=Clock())
+    memory = MemoryManager(engine, settings, llm=model_stack(), clock=Clock())
     await memory.start()
     responder = Responder(memory, router=None, chatter=lambda request, context: "ok", policy="anyone")
     bot = ElefantBot(memory=memory, responder=responder, settings=settings, sync_commands=False)

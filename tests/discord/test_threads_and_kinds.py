@@ -15,13 +15,12 @@ from sqlalchemy import select
 
 from bot.cogs.listener import channel_scope, speech_of
 from bot.discord_bot import ElefantBot
-from bot.llm.client import LLM
-from bot.llm.prompts import load_prompts
 from bot.memory.manager import MemoryManager
 from bot.model_turns import ModelTurns
 from bot.responder import Responder
 from db.models import ChatMessage
 from db.records import Kind
+from fakes.models import model_stack
 from tests.discord import gateway
 
 SECRET = "the vault combination is 31-41-59"
@@ -30,7 +29,7 @@ SECRET = "the vault combination is 31-41-59"
 @pytest.fixture
 async def bot(engine, settings):
     settings = settings.model_copy(update={"memory_wait_seconds": 600})
-    llm = LLM(None, prompts=load_prompts())  # offline: summaries quote what was said, so a leak shows verbatim
+    llm = model_stack()  # offline: summaries quote what was said, so a leak shows verbatim
     memory = MemoryManager(engine, settings, llm=llm)
     await memory.start()
     turns = ModelTurns(llm, memory, settings)

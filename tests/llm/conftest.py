@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 from google import genai
-from google.genai import types
 
 from fakes.gemini_stub import GeminiStub
+from fakes.models import stub_client
 
 
 @pytest.fixture
@@ -20,6 +20,6 @@ async def stub() -> AsyncIterator[GeminiStub]:
 
 @pytest.fixture
 async def genai_client(stub: GeminiStub) -> AsyncIterator[genai.Client]:
-    client = genai.Client(api_key="test-key", http_options=types.HttpOptions(base_url=stub.base_url))
+    client = stub_client(stub.base_url)
     yield client
     await client.aio.aclose()

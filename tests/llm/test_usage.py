@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from google import genai
-from google.genai import types
 from sqlalchemy import select
 
 from bot.llm.breaker import CircuitBreaker
@@ -13,6 +11,7 @@ from bot.llm.usage import UsageRecorder
 from db.engine import create_engine, create_session_factory
 from db.models import LlmCall
 from fakes.gemini_stub import error, text
+from fakes.models import stub_client
 from tests.factories import GUILD
 from tests.llm.test_gemini import resilient
 
@@ -21,7 +20,7 @@ VARS = {"subject": "Bob", "existing": "Bob is Sergey.", "max_chars": 100, "today
 
 async def test_every_call_is_recorded_with_tokens(engine, stub):
     sessions = create_session_factory(engine)
-    client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=stub.base_url))
+    client = stub_client(stub.base_url)
     provider = resilient(client, attempts=1, breaker=CircuitBreaker(failures=1, cooldown=60))
     llm = LLM(provider, prompts=load_prompts(), usage=UsageRecorder(sessions))
     stub.queue(text("Bob is Sergey.", tokens_in=120, tokens_out=30), error(500))

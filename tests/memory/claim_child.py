@@ -13,20 +13,20 @@ import json
 import sys
 from datetime import UTC, date, datetime
 
-from bot.memory.summaries.claims import Claims
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
+from bot.memory.summaries.claims import Claims
 from bot.settings import Settings
 from db.engine import create_engine, create_session_factory
+from fakes.models import model_stack
 from tests.factories import GUILD
-from tests.memory.stubbed import stub_llm
 
 NOON = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
 
 async def summarise(url: str, stub_url: str, day: date) -> None:
     engine = create_engine(url)
-    llm = stub_llm(stub_url)
+    llm = model_stack(stub_url)
     memory = MemoryManager(engine, Settings(_env_file=None, database_url=url), llm=llm, clock=FakeClock(NOON))  # type: ignore[call-arg]
     await memory.start()
     print("READY", flush=True)

@@ -21,9 +21,9 @@ from db.engine import create_engine
 from db.models import BuildClaim, DailySummary, Rollup
 from fakes.gemini_stub import GeminiStub, Reply, StubRequest
 from fakes.model_doubles import scripted_model
+from fakes.models import model_stack
 from tests.conftest import _truncate_pg
 from tests.factories import ALICE, BOB, GUILD, message
-from tests.memory.stubbed import stub_llm
 
 ROOT = Path(__file__).resolve().parents[2]
 NOON = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -64,7 +64,7 @@ async def managers(pg, stub):
     async def make(**overrides) -> MemoryManager:
         engine = create_engine(pg)
         settings = Settings(_env_file=None, database_url=pg, **overrides)  # type: ignore[call-arg]
-        memory = MemoryManager(engine, settings, llm=stub_llm(stub.base_url), clock=FakeClock(NOON))
+        memory = MemoryManager(engine, settings, llm=model_stack(stub.base_url), clock=FakeClock(NOON))
         await memory.start()
         made.append((memory, engine))
         return memory

@@ -13,8 +13,8 @@ from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from fakes.gemini_stub import GeminiStub, Reply, StubRequest
 from fakes.model_doubles import scripted_model
+from fakes.models import model_stack
 from tests.factories import ALICE, BOB, GUILD, message
-from tests.memory.stubbed import stub_llm
 
 NOON = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
@@ -55,7 +55,7 @@ async def make(engine, settings, stub):
 
     async def build(**overrides):
         memory = MemoryManager(
-            engine, settings.model_copy(update=overrides), llm=stub_llm(stub.base_url), clock=FakeClock(NOON)
+            engine, settings.model_copy(update=overrides), llm=model_stack(stub.base_url), clock=FakeClock(NOON)
         )
         await memory.start()
         built.append(memory)

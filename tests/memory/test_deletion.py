@@ -7,13 +7,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import func, select
 
-from bot.llm.client import LLM
-from bot.llm.prompts import load_prompts
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from bot.memory.summaries.rollups import periods
 from db.deletion import remaining
 from db.models import ChatMessage, DailySummary, HistoricalSummary, Rollup, UserFacts, UserOptOut
+from fakes.models import model_stack
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, OTHER_GUILD, message
 
 NOW = datetime(2026, 11, 20, 18, 0, tzinfo=UTC)
@@ -23,7 +22,7 @@ SECRET = "alice's secret recipe"
 @pytest.fixture
 async def memory(engine, settings):
     settings = settings.model_copy(update={"memory_wait_seconds": 60})  # what is built, not the latency guard
-    memory = MemoryManager(engine, settings, llm=LLM(None, prompts=load_prompts()), clock=FakeClock(NOW))
+    memory = MemoryManager(engine, settings, llm=model_stack(), clock=FakeClock(NOW))
     await memory.start()
     for back in (0, 1, 2, 3, 20, 45):  # today, the last week, and the weeks and months of the rollups
         day = NOW - timedelta(days=back, hours=3)
@@ -124,7 +123,7 @@ async def test_retention_deletes_only_what_is_older(engine, settings):
     memory = MemoryManager(
         engine,
         settings.model_copy(update={"retention_days": 2}),
-        llm=LLM(None, prompts=load_prompts()),
+        llm=model_stack(),
         clock=FakeClock(NOW),
     )
     await memory.start()

@@ -10,14 +10,10 @@ from datetime import timedelta
 import aiosqlite
 import numpy as np
 import pytest
-from google import genai
-from google.genai import types
 from sqlalchemy import event, func, select
 
 from bot.conversation import Decision, Request, Route
-from bot.llm.client import LLM
 from bot.llm.embeddings import GeminiEmbedder
-from bot.llm.prompts import load_prompts
 from bot.memory import embedding, vector_index
 from bot.memory.manager import MemoryManager
 from bot.responder import Responder
@@ -25,6 +21,7 @@ from db import recall as recall_rows
 from db.models import ChatMessage, MessageVector
 from db.records import MessageVector as Vector
 from fakes.gemini_stub import GeminiStub
+from fakes.models import model_stack, stub_client
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, T0, message
 from tests.memory.test_facts import AppendingModel
 
@@ -53,7 +50,7 @@ async def build(engine, settings, stub):
     made = []
 
     async def make(*, hybrid: bool = True) -> MemoryManager:
-        client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=stub.base_url))
+        client = stub_client(stub.base_url)
         embedder = GeminiEmbedder(client, "gemini-embedding-001", dimensions=4, timeout_s=5) if hybrid else None
         memory = MemoryManager(engine, settings, facts_model=AppendingModel(), embedder=embedder)
         await memory.start()
@@ -372,9 +369,9 @@ async def test_a_chat_lines_recall_takes_at_most_three_statements(engine, settin
     """Words counted before (a chat's words recur): the full-text search, the rows of the nearest vectors and the
     turns around the relevant hit — no summaries (chat drops them), no names (from memory), no facts read
     twice (the context's cache)."""
-    client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=stub.base_url))
+    client = stub_client(stub.base_url)
     embedder = GeminiEmbedder(client, "gemini-embedding-001", dimensions=4, timeout_s=5)
-    memory = MemoryManager(engine, settings, llm=LLM(None, prompts=load_prompts()), embedder=embedder)
+    memory = MemoryManager(engine, settings, llm=model_stack(), embedder=embedder)
     await memory.start()
     try:
         await fill(memory)

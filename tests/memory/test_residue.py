@@ -24,6 +24,7 @@ from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from bot.responder import Responder
 from db.records import IncomingMessage, Kind
+from fakes.models import model_stack
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, message
 from tests.residue import caches_with, files_with, residue, tables_with
 from tests.scope_probe import SameVector
@@ -108,7 +109,7 @@ async def make_world(engine, settings, llm: LLM) -> World:
 
 @pytest.fixture
 async def world(engine, settings):
-    w = await make_world(engine, settings, LLM(None, prompts=load_prompts()))
+    w = await make_world(engine, settings, model_stack())
     yield w
     await w.memory.close()
 

@@ -18,8 +18,8 @@ from bot.memory.summaries import scheduler as scheduling
 from db.models import DailySummary
 from fakes.gemini_stub import GeminiStub, Reply, StubRequest, error
 from fakes.model_doubles import scripted_model
+from fakes.models import model_stack
 from tests.factories import ALICE, BOB, GUILD, OTHER_GUILD, message
-from tests.memory.stubbed import stub_llm
 
 NOON = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 DAY = re.compile(r"\((\d{4}-\d{2}-\d{2}), times in")
@@ -42,7 +42,7 @@ async def make(engine, settings, stub):
     built: list[MemoryManager] = []
 
     async def build(clock=None, *, breaker_failures=1000, **overrides):
-        llm = stub_llm(stub.base_url, breaker_failures=breaker_failures)
+        llm = model_stack(stub.base_url, breaker_failures=breaker_failures)
         memory = MemoryManager(engine, settings.model_copy(update=overrides), llm=llm, clock=clock or FakeClock(NOON))
         await memory.start()
         built.append(memory)
@@ -168,7 +168,7 @@ async def test_a_deletion_during_a_scheduled_build_is_never_written_back(make, s
 
 async def test_the_scheduler_starts_and_stops_with_memory(engine, settings, stub, monkeypatch):
     monkeypatch.setattr(scheduling, "START_DELAY_SECONDS", 0.0)
-    llm = stub_llm(stub.base_url)
+    llm = model_stack(stub.base_url)
     memory = MemoryManager(engine, settings, llm=llm, clock=FakeClock(NOON))
     await memory.start()
     await seed(memory, [1, 2])

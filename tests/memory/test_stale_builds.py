@@ -9,18 +9,12 @@ the fact the bot had just said it forgot.)
 from __future__ import annotations
 
 import pytest
-from google import genai
-from google.genai import types
 
-from bot.llm.breaker import CircuitBreaker
-from bot.llm.client import LLM
-from bot.llm.gemini import GeminiProvider
-from bot.llm.prompts import load_prompts
-from bot.llm.resilience import ResilientProvider
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from fakes.gemini_stub import GeminiStub, StubRequest
-from fakes.model_doubles import RefuseOffline, scripted_model
+from fakes.model_doubles import scripted_model
+from fakes.models import model_stack
 from tests.factories import ALICE, GUILD, T0, message, minutes
 
 SLOW_SUMMARY = 0.8  # seconds the model takes for a day's summary; the guard gives up after 0.3
@@ -36,25 +30,15 @@ def slow_summaries(request: StubRequest):
 @pytest.fixture
 async def memory(engine, settings):
     stub = await GeminiStub(responder=slow_summaries).start()
-    client = genai.Client(api_key="test-key", http_options=types.HttpOptions(base_url=stub.base_url))
-    gemini = GeminiProvider(client, models={"batch": "gemini-2.5-flash", "fast": "gemma-3-27b-it"}, timeout_s=5)
-    provider = ResilientProvider(
-        gemini,
-        attempts=1,
-        timeout_s=5,
-        max_concurrency=4,
-        requests_per_minute=10_000,
-        breaker=CircuitBreaker(failures=5, cooldown=60),
-        wait_initial=0.01,
-        wait_max=0.05,
+    llm = model_stack(
+        stub.base_url, timeout_s=5, concurrency=4, requests_per_minute=10_000, breaker_failures=5, wait=(0.01, 0.05)
     )
-    llm = LLM(provider, prompts=load_prompts(), offline=RefuseOffline(), client=client)
     settings = settings.model_copy(update={"memory_wait_seconds": 0.3})
     memory = MemoryManager(engine, settings, llm=llm, clock=FakeClock(T0 + minutes(60)))
     await memory.start()
     yield memory
     await memory.close()
-    await client.aio.aclose()
+    await llm.close()
     await stub.stop()
 
 

@@ -8,21 +8,16 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from google import genai
-from google.genai import types
 from sqlalchemy import func, select
 
 from bot.lifecycle import running
-from bot.llm.breaker import CircuitBreaker
 from bot.llm.client import LLM
-from bot.llm.gemini import GeminiProvider
-from bot.llm.prompts import load_prompts
-from bot.llm.resilience import ResilientProvider
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from db.models import DailySummary, UserOptOut
 from fakes.gemini_stub import GeminiStub, error
-from fakes.model_doubles import RefuseOffline, scripted_model
+from fakes.model_doubles import scripted_model
+from fakes.models import model_stack
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, message
 
 NOON = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -43,30 +38,19 @@ async def stub():
 @pytest.fixture
 async def make(engine, settings, stub):
     """Build MemoryManagers on the shared database, each with its own caches, against the stub."""
-    built: list[tuple[MemoryManager, genai.Client]] = []
+    built: list[tuple[MemoryManager, LLM]] = []
 
     async def build(clock=None, **overrides):
-        client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=stub.base_url))
-        provider = ResilientProvider(
-            GeminiProvider(client, models={"batch": "gemini-2.5-flash", "fast": "gemini-2.5-flash"}, timeout_s=10),
-            attempts=1,
-            timeout_s=10,
-            max_concurrency=8,
-            requests_per_minute=100_000,
-            breaker=CircuitBreaker(failures=1000, cooldown=60),
-            wait_initial=0.01,
-            wait_max=0.02,
-        )
-        llm = LLM(provider, prompts=load_prompts(), offline=overrides.pop("offline", RefuseOffline()))
+        llm = model_stack(stub.base_url, fast_model="gemini-2.5-flash", offline=overrides.pop("offline", None))
         memory = MemoryManager(engine, settings.model_copy(update=overrides), llm=llm, clock=clock or FakeClock(NOON))
         await memory.start()
-        built.append((memory, client))
+        built.append((memory, llm))
         return memory
 
     yield build
-    for memory, client in built:
+    for memory, llm in built:
         await memory.close()
-        await client.aio.aclose()
+        await llm.close()
 
 
 async def seed(memory: MemoryManager, day: datetime, authors=((ALICE, "Ana"), (BOB, "Bob"), (CAROL, "Carol"))):
