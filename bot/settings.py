@@ -8,13 +8,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DATABASE_URL = f"sqlite+aiosqlite:///{PROJECT_ROOT / 'data' / 'elefant.db'}"
+DATABASE_FILE = "elefant.db"  # the default database's name, in DATA_DIR
 
 # Plain driver names people copy from hosting dashboards, mapped to the async drivers we ship.
 _ASYNC_DRIVERS = {
@@ -46,9 +45,10 @@ class Settings(BaseSettings):
     discord_members_intent: bool = False
     shard_count: int | Literal["auto"] | None = None
     shard_ids: str | None = None
+    # Relative to the directory the bot starts in (made absolute then), never to where the package is installed.
     data_dir: Path = Path("data")
 
-    database_url: str = DEFAULT_DATABASE_URL
+    database_url: str = Field(default="", validate_default=True)  # empty: default_database_url(data_dir)
 
     gemini_api_key: SecretStr | None = None
     gemini_base_url: str | None = None
@@ -94,7 +94,11 @@ class Settings(BaseSettings):
 
     @field_validator("database_url")
     @classmethod
-    def _async_driver(cls, value: str) -> str:
+    def _async_driver(cls, value: str, info: ValidationInfo) -> str:
+        if not value:
+            if "data_dir" not in info.data:  # DATA_DIR itself was refused: that is the error to report
+                return value
+            value = default_database_url(info.data["data_dir"])
         try:
             url = make_url(value)
         except ArgumentError as exc:
@@ -110,15 +114,15 @@ class Settings(BaseSettings):
     @classmethod
     def _usable_directory(cls, value: Path) -> Path:
         # Checked here: the first write into it (the command tree's hash) comes after Discord accepted the login.
-        path = value.expanduser()
+        path = value.expanduser().absolute()
         if path.exists() and not path.is_dir():
             raise ValueError(f"{str(path)!r} is a file; give a directory (it is created when missing)")
         if path.is_dir():
             if not os.access(path, os.W_OK | os.X_OK):
                 raise ValueError(f"this user may not write in {str(path)!r}")
-            return value
+            return path
         _creatable(path)
-        return value
+        return path
 
     @field_validator("default_timezone")
     @classmethod
@@ -165,6 +169,11 @@ class Settings(BaseSettings):
     @classmethod
     def _upper(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
+
+
+def default_database_url(data_dir: Path) -> str:
+    """The database when DATABASE_URL is not set: a SQLite file in DATA_DIR (an absolute path)."""
+    return f"sqlite+aiosqlite:///{data_dir.expanduser().absolute() / DATABASE_FILE}"
 
 
 def _usable_sqlite_file(database: str | None, query: Mapping[str, Any]) -> None:

@@ -27,4 +27,4 @@ def test_documented_defaults_load(monkeypatch, tmp_path):
     (tmp_path / ".env").write_text((ROOT / ".env.example").read_text())
     settings = Settings()
     assert settings.discord_token is None and settings.gemini_api_key is None
-    assert settings.database_url == "sqlite+aiosqlite:///data/elefant.db"
+    assert settings.database_url == f"sqlite+aiosqlite:///{tmp_path / 'data' / 'elefant.db'}"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.settings import DEFAULT_DATABASE_URL, ConfigError, load_settings
+from bot.settings import ConfigError, load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -17,15 +17,24 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # no stray .env
-    for name in ("DATABASE_URL", "DEFAULT_TIMEZONE", "DISCORD_TOKEN", "GEMINI_API_KEY", "LOG_LEVEL"):
+    for name in ("DATABASE_URL", "DATA_DIR", "DEFAULT_TIMEZONE", "DISCORD_TOKEN", "GEMINI_API_KEY", "LOG_LEVEL"):
         monkeypatch.delenv(name, raising=False)
 
 
-def test_defaults_use_a_sqlite_file_under_data():
+def test_defaults_use_a_sqlite_file_in_data_dir_where_the_bot_starts(tmp_path):
     settings = load_settings()
-    assert settings.database_url == DEFAULT_DATABASE_URL
-    assert settings.database_url.startswith("sqlite+aiosqlite:///") and "/data/" in settings.database_url
+    assert settings.data_dir == tmp_path / "data"
+    assert settings.database_url == f"sqlite+aiosqlite:///{tmp_path / 'data' / 'elefant.db'}"
     assert settings.discord_token is None and settings.default_timezone == "UTC"
+
+
+def test_data_dir_holds_the_default_database(monkeypatch, tmp_path):
+    monkeypatch.setenv("DATA_DIR", "state")  # relative: to the directory the bot starts in, made absolute then
+    settings = load_settings()
+    assert settings.data_dir == tmp_path / "state"
+    assert settings.database_url == f"sqlite+aiosqlite:///{tmp_path / 'state' / 'elefant.db'}"
+    monkeypatch.setenv("DATABASE_URL", "sqlite:///elsewhere.db")  # a URL given wins
+    assert load_settings().database_url == "sqlite+aiosqlite:///elsewhere.db"
 
 
 def test_dotenv_is_read_and_secrets_are_hidden(tmp_path):
