@@ -1,4 +1,5 @@
-"""Filler chat for the recall benchmark guild: banter, small talk, reactions, addressing lines, and chat noise.
+"""Filler chat for the recall benchmark guild: banter, small talk, reactions, addressing lines (all from
+bench/corpus/filler.json), and chat noise.
 
 Everything here is generic; topic chatter that shares vocabulary with the questions lives with the stories
 (`Kind.chatter`) and is mixed in by `bench.conversations`.
@@ -6,158 +7,17 @@ Everything here is generic; topic chatter that shares vocabulary with the questi
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 
-from bench.conversation_stories import BOOKS, CITIES, DISHES, GAMES, SHOWS
+from bench.conversation_stories import POOLS
 
-REACTIONS = (
-    "omg",
-    "nice!!",
-    "lol",
-    "haha amazing",
-    "wait really?",
-    "jealous",
-    "that's so cool",
-    "love that for you",
-    "🔥",
-    "ooh",
-    "sounds fun",
-    "respect",
-    "lmaooo",
-    "same tbh",
-    "noooo",
-    "ok that's wholesome",
-    "pics or it didn't happen",
-    "living the dream",
-    "big mood",
-    "wow",
-    "yesss",
-    "🥹",
-    "proud of you",
-    "iconic",
-    "oh no 😂",
-    "hahaha",
-    "tell me more",
-    "ngl that's impressive",
-    "goals",
-    "❤️",
-)
-
-BANTER = (
-    "morning all",
-    "gm ☀️",
-    "night!",
-    "anyone around?",
-    "brb dinner",
-    "back",
-    "lmao",
-    "that's cursed",
-    "who pinged me",
-    "i'm so tired today",
-    "mondays should be illegal",
-    "is it friday yet",
-    "the wifi at my place is dying again",
-    "coffee first, words later",
-    "it's raining AGAIN",
-    "so hot today, melting",
-    "what did i miss",
-    "scrolling up 400 messages, what happened",
-    "this chat moves too fast",
-    "ok i'm going to bed for real now",
-    "can't sleep",
-    "my cat just knocked my mug off the desk",
-    "forgot my keys at work, classic",
-    "meeting that could have been an email part 5",
-    "anyone else's internet down?",
-    "the bus was 20 min late",
-    "new phone who dis",
-    "why is everything so expensive",
-    "weekend plans?",
-    "doing absolutely nothing this weekend and i'm proud",
-    "hello hello",
-    "lol what",
-    "wait that's actually true",
-    "i can't believe it's already the end of the month",
-    "time flies",
-    "my neighbour is drilling at 8am on a sunday",
-    "did everyone see the update",
-    "the new emoji are great",
-    "mods asleep, post frogs 🐸",
-    "absolutely not",
-    "valid",
-    "i feel that",
-    "same",
-    "true",
-    "fair enough",
-    "skill issue",
-    "touch grass they said",
-    "hydrate, everyone",
-    "ok but why",
-    "no thoughts head empty",
-    "ty!",
-    "np",
-    "ahh thanks",
-    "sorry was afk",
-    "oops wrong channel",
-    "🥲",
-    "💀",
-    "👀",
-    "😂😂",
-)
-
-SMALL_TALK = (
-    "anyone playing {game} tonight?",
-    "{game} patch notes are out",
-    "just started {game}, no spoilers pls",
-    "is {game} worth it on sale?",
-    "watched the first episode of {show}, thoughts?",
-    "{show} season finale was wild",
-    "is {show} worth starting?",
-    "making {dish} for dinner",
-    "{dish} for lunch again",
-    "best {dish} recipe? go",
-    "weather in {city} is wild today",
-    "has anyone been to {city}? thinking about a weekend there",
-    "flights to {city} are so cheap rn",
-    "book club is reading {book} next",
-    "is {book} any good?",
-    "dnf'd {book}, sorry",
-    "what are you all doing this weekend",
-    "grocery prices are unhinged",
-    "my plant is thriving for once",
-    "went for a walk, saw a dog, day made",
-    "gym at 7am, who am i",
-    "tried a new recipe, it was a disaster",
-    "anyone know a good dentist",
-    "my landlord finally fixed the heating",
-    "need a holiday",
-    "work drinks tonight, pray for me",
-    "my sister is visiting this week",
-    "finally cleaned my room",
-    "bought too many plants again",
-    "cinema on friday?",
-    "who's up for games later",
-    "what's everyone eating",
-    "just got back from the shops",
-    "i need new headphones, recs?",
-    "watching the football, don't talk to me",
-)
-
-ADDRESS = (
-    "gm {name}",
-    "thanks {name}!",
-    "{name} you around?",
-    "lol {name}",
-    "{name} did you see this",
-    "hi {name} 👋",
-    "{name} check your dms",
-    "ty {name}",
-    "welcome back {name}",
-    "{name} you were right",
-    "{name} ping me when you're on",
-    "haha {name} stop",
-    "night {name}!",
-)
+_FILLER = json.loads((Path(__file__).with_name("corpus") / "filler.json").read_text(encoding="utf-8"))
+REACTIONS: tuple[str, ...] = tuple(_FILLER["reactions"])
+BANTER: tuple[str, ...] = tuple(_FILLER["banter"])
+SMALL_TALK: tuple[str, ...] = tuple(_FILLER["small_talk"])  # slots filled by `fill`
+ADDRESS: tuple[str, ...] = tuple(_FILLER["address"])  # {name}: the member addressed
 
 PREFIXES = ("", "", "", "", "ngl ", "honestly ", "lol ", "ok ", "wait ", "tbh ", "random but ")
 SUFFIXES = ("", "", "", "", "", " lol", " 😅", " 😂", " !!", " tbh", " haha", " 🙃", " ...", " xD")
@@ -166,11 +26,11 @@ SUFFIXES = ("", "", "", "", "", " lol", " 😅", " 😂", " !!", " tbh", " haha"
 def fill(template: str, rng: random.Random, **names: str) -> str:
     """Fill the small-talk slots ({game}, {show}, {dish}, {city}, {book}) and any names given."""
     return template.format(
-        game=rng.choice(GAMES),
-        show=rng.choice(SHOWS),
-        dish=rng.choice(DISHES),
-        city=rng.choice(CITIES),
-        book=rng.choice(BOOKS),
+        game=rng.choice(POOLS["games"]),
+        show=rng.choice(POOLS["shows"]),
+        dish=rng.choice(POOLS["dishes"]),
+        city=rng.choice(POOLS["cities"]),
+        book=rng.choice(POOLS["books"]),
         **names,
     )
 
