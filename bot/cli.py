@@ -32,12 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _settings(*, long_running: bool = False) -> Settings:
-    """The settings, or one sentence and exit code 2; logging set up for the command.
-
-    A command that prints its result and ends logs only warnings unless LOG_LEVEL says otherwise: progress
-    lines on stderr would interleave with its result lines on the terminal.
-    """
+def _settings() -> Settings:
     from bot.settings import ConfigError, load_settings
 
     try:
@@ -45,8 +40,7 @@ def _settings(*, long_running: bool = False) -> Settings:
     except ConfigError as exc:
         click.echo(str(exc), err=True)
         raise click.exceptions.Exit(2) from None
-    chosen = long_running or "log_level" in settings.model_fields_set
-    configure_logging(settings.log_level if chosen else "WARNING")
+    configure_logging(settings.log_level)
     return settings
 
 
@@ -183,7 +177,7 @@ async def _require_guild(app: App, guild_id: int) -> None:
 @async_command
 async def console(at: datetime | None, stop: StopRequest) -> None:
     """Chat with the bot in a simulated guild in this terminal (or from a pipe), its clock starting --at."""
-    settings = _settings(long_running=True)
+    settings = _settings()
     from bot.console import run_console
 
     await _migrate(settings)
@@ -288,13 +282,12 @@ async def import_(files: tuple[Path, ...], private: bool, stop: StopRequest) -> 
     Prints, per file and per guild, the messages stored, those already stored (duplicates) and those skipped,
     then the command that shows the guild.
 
-    Private threads stay private; direct-message exports are skipped (Elefant keeps what is said in servers).
-    Exports do not say whether a channel is private: pass --private for channels @everyone cannot read. Stopped
-    (Ctrl-C, SIGTERM), it stores what it had read and says how far it got; running the same command again
-    finishes the job. Exits 1 when a file or folder could not be imported, or when nothing was.
+    Private threads stay private; direct-message exports are refused. Exports do not say whether a channel is
+    private: pass --private for channels @everyone cannot read. Stopped (Ctrl-C, SIGTERM), it stores what it
+    had read and says how far it got; running the same command again finishes the job.
     """
     settings = _settings()
-    from bot.exports import DirectMessagesError, ImportFileError, export_files
+    from bot.exports import export_files
 
     paths, refused = export_files(files)  # what cannot be read is refused before seconds of imports
     for sentence in refused:
@@ -303,7 +296,7 @@ async def import_(files: tuple[Path, ...], private: bool, stop: StopRequest) -> 
         raise click.exceptions.Exit(1)
     failed = len(refused)
     from bot.app import open_app
-    from bot.importer import ImportProgress, ImportSummary, describe, import_file
+    from bot.importer import ImportFileError, ImportProgress, ImportSummary, describe, import_file
 
     await _migrate(settings)
     summary = ImportSummary()
@@ -324,9 +317,6 @@ async def import_(files: tuple[Path, ...], private: bool, stop: StopRequest) -> 
                     ),
                     stop,
                 )
-            except DirectMessagesError as exc:
-                click.echo(f"Skipped: {exc}", err=True)
-                continue
             except ImportFileError as exc:
                 failed += 1
                 click.echo(f"Not imported: {exc}", err=True)
@@ -352,9 +342,7 @@ async def import_(files: tuple[Path, ...], private: bool, stop: StopRequest) -> 
             f"Import stopped {how_far}{later}; run the same command again to finish (messages already stored are "
             "not duplicated).",
         )
-    if not summary.guilds and not failed:
-        click.echo("Nothing was imported.", err=True)
-    if failed or not summary.guilds:
+    if failed:
         raise click.exceptions.Exit(1)
 
 
@@ -469,7 +457,7 @@ def _token(settings: Settings, command: str) -> str:
 @async_command
 async def run(stop: StopRequest) -> None:
     """Run the bot (migrates the database first; syncs slash commands when they changed)."""
-    settings = _settings(long_running=True)
+    settings = _settings()
     from bot.app import run_discord
     from bot.console import run_console
     from bot.llm.probe import check_models

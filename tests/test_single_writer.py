@@ -49,8 +49,11 @@ async def test_a_second_bot_on_one_sqlite_file_is_refused_and_short_commands_sti
     assert first.stdin is not None and first.stdout is not None
     first.stdin.write(b"Elefant, remember that I like green tea\n/stats\n")
     await first.stdin.drain()
-    while b"(messages" not in await asyncio.wait_for(first.stdout.readline(), 120):
-        pass  # the console is running: it holds the database
+    while b"(messages" not in (line := await asyncio.wait_for(first.stdout.readline(), 120)):
+        if not line:  # the console ended: at its end of output readline returns b"" at once, for ever
+            code, _, err = await finished(first)
+            raise AssertionError(f"the console ended ({code}) before answering /stats: {err}")
+    # the console is running: it holds the database
 
     for second in ("console", "run"):  # run without a token is the console too
         code, _, err = await finished(await bot(tmp_path, second))
