@@ -32,7 +32,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _settings() -> Settings:
+def _settings(*, long_running: bool = False) -> Settings:
+    """The settings, or one sentence and exit code 2; logging set up for the command.
+
+    A command that prints its result and ends logs only warnings unless LOG_LEVEL says otherwise: progress
+    lines on stderr would interleave with its result lines on the terminal.
+    """
     from bot.settings import ConfigError, load_settings
 
     try:
@@ -40,7 +45,8 @@ def _settings() -> Settings:
     except ConfigError as exc:
         click.echo(str(exc), err=True)
         raise click.exceptions.Exit(2) from None
-    configure_logging(settings.log_level)
+    chosen = long_running or "log_level" in settings.model_fields_set
+    configure_logging(settings.log_level if chosen else "WARNING")
     return settings
 
 
@@ -177,7 +183,7 @@ async def _require_guild(app: App, guild_id: int) -> None:
 @async_command
 async def console(at: datetime | None, stop: StopRequest) -> None:
     """Chat with the bot in a simulated guild in this terminal (or from a pipe), its clock starting --at."""
-    settings = _settings()
+    settings = _settings(long_running=True)
     from bot.console import run_console
 
     await _migrate(settings)
@@ -282,12 +288,13 @@ async def import_(files: tuple[Path, ...], private: bool, stop: StopRequest) -> 
     Prints, per file and per guild, the messages stored, those already stored (duplicates) and those skipped,
     then the command that shows the guild.
 
-    Private threads stay private; direct-message exports are refused. Exports do not say whether a channel is
-    private: pass --private for channels @everyone cannot read. Stopped (Ctrl-C, SIGTERM), it stores what it
-    had read and says how far it got; running the same command again finishes the job.
+    Private threads stay private; direct-message exports are skipped (Elefant keeps what is said in servers).
+    Exports do not say whether a channel is private: pass --private for channels @everyone cannot read. Stopped
+    (Ctrl-C, SIGTERM), it stores what it had read and says how far it got; running the same command again
+    finishes the job. Exits 1 when a file or folder could not be imported, or when nothing was.
     """
     settings = _settings()
-    from bot.exports import export_files
+    from bot.exports import DirectMessagesError, ImportFileError, export_files
 
     paths, refused = export_files(files)  # what cannot be read is refused before seconds of imports
     for sentence in refused:
@@ -296,7 +303,7 @@ async def import_(files: tuple[Path, ...], private: bool, stop: StopRequest) -> 
         raise click.exceptions.Exit(1)
     failed = len(refused)
     from bot.app import open_app
-    from bot.importer import ImportFileError, ImportProgress, ImportSummary, describe, import_file
+    from bot.importer import ImportProgress, ImportSummary, describe, import_file
 
     await _migrate(settings)
     summary = ImportSummary()
@@ -317,6 +324,9 @@ async def import_(files: tuple[Path, ...], private: bool, stop: StopRequest) -> 
                     ),
                     stop,
                 )
+            except DirectMessagesError as exc:
+                click.echo(f"Skipped: {exc}", err=True)
+                continue
             except ImportFileError as exc:
                 failed += 1
                 click.echo(f"Not imported: {exc}", err=True)
@@ -342,7 +352,9 @@ async def import_(files: tuple[Path, ...], private: bool, stop: StopRequest) -> 
             f"Import stopped {how_far}{later}; run the same command again to finish (messages already stored are "
             "not duplicated).",
         )
-    if failed:
+    if not summary.guilds and not failed:
+        click.echo("Nothing was imported.", err=True)
+    if failed or not summary.guilds:
         raise click.exceptions.Exit(1)
 
 
@@ -457,7 +469,7 @@ def _token(settings: Settings, command: str) -> str:
 @async_command
 async def run(stop: StopRequest) -> None:
     """Run the bot (migrates the database first; syncs slash commands when they changed)."""
-    settings = _settings()
+    settings = _settings(long_running=True)
     from bot.app import run_discord
     from bot.console import run_console
     from bot.llm.probe import check_models

@@ -137,6 +137,10 @@ class ImportFileError(Exception):
     """A file could not be imported; the message names the file and the problem."""
 
 
+class DirectMessagesError(ImportFileError):
+    """A file is an export of direct messages, which Elefant does not keep: skipped, not a failure."""
+
+
 def open_export(path: Path) -> IO[bytes]:
     """The file, opened for the parser (past a UTF-8 BOM); ImportFileError when it cannot be read."""
     try:

@@ -21,7 +21,7 @@ from typing import IO, Any
 from tqdm import tqdm
 
 from bot.conversation import address, is_command
-from bot.exports import ExportHead, ExportMessage, ImportFileError, iter_messages, open_export, read_head
+from bot.exports import DirectMessagesError, ExportHead, ExportMessage, iter_messages, open_export, read_head
 from bot.memory.manager import MemoryManager
 from bot.memory.types import IncomingMessage, Kind
 
@@ -71,9 +71,8 @@ THREADS = frozenset({"GuildPublicThread", PRIVATE_THREAD, "GuildNewsThread"})
 
 def _refuse_direct(path: Path, head: ExportHead) -> None:
     if head.guild.id == 0 or head.channel.type in DIRECT:
-        raise ImportFileError(
-            f"{path}: is an export of direct messages; Elefant only keeps what is said in servers, so nothing "
-            "was imported"
+        raise DirectMessagesError(
+            f"{path}: is an export of direct messages (Elefant keeps only what is said in servers)"
         )
 
 
