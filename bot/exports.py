@@ -29,13 +29,24 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
 
+# Discord renames a deleted account "Deleted User" (with hex digits, lately), discriminator 0000: a name no
+# account can choose (new usernames are lower case, without spaces; no old one had the discriminator 0000).
+DELETED_ACCOUNT = re.compile(r"Deleted User(?: [0-9a-f]{6,})?")
+
+
 class ExportAuthor(_Model):
     """An author as DiscordChatExporter writes it."""
 
     id: int
     name: str
+    discriminator: str = ""
     nickname: str | None = None
     is_bot: bool = Field(default=False, alias="isBot")
+
+    @property
+    def deleted(self) -> bool:
+        """The account was deleted: its name is Discord's placeholder, not the person's."""
+        return self.discriminator in {"", "0000"} and DELETED_ACCOUNT.fullmatch(self.name) is not None
 
 
 class ExportReference(_Model):

@@ -23,6 +23,7 @@ from tqdm import tqdm
 from bot.conversation import address, is_command
 from bot.exports import DirectMessagesError, ExportHead, ExportMessage, iter_messages, open_export, read_head
 from bot.memory.manager import MemoryManager
+from bot.memory.names import unnamed
 from bot.memory.types import IncomingMessage, Kind
 
 log = logging.getLogger(__name__)
@@ -93,12 +94,16 @@ def _row(index: int, m: ExportMessage, text: str, bot_name: str) -> tuple[Any, .
     # Plain values only (marshal): times as ISO text keep their offset, and an impossible one stays for
     # ingestion to refuse (a dead letter), as before.
     addressed = address(m.content, bot_user_id=0, bot_name=bot_name, replied_to_bot=False)
+    # A deleted account's placeholder name would make it a member called "Deleted User" (every deleted account
+    # alike): it is called what any member without a known name is.
+    author = m.author
+    name, username = (unnamed(author.id), None) if author.deleted else (author.nickname or author.name, author.name)
     return (
         index,
         m.id,
-        m.author.id,
-        m.author.nickname or m.author.name,
-        m.author.name,
+        author.id,
+        name,
+        username,
         text,
         m.timestamp.isoformat(),
         None if m.timestamp_edited is None else m.timestamp_edited.isoformat(),

@@ -403,6 +403,25 @@ async def test_hostile_fields_in_an_export_are_stored_clean_or_kept_as_dead_lett
     assert names[2**60 + 8100] == "Nickname"
 
 
+async def test_deleted_accounts_keep_their_messages_but_are_no_member_called_deleted_user(memory, tmp_path):
+    # As DiscordChatExporter writes them: Discord's placeholder name (lately with hex digits), discriminator 0000,
+    # and each account's own id.
+    gone = [User(2**60 + 8200, "Deleted User", discriminator=0), User(2**60 + 8201, "Deleted User 3fa2c9d1")]
+    [path] = writer(GENERAL).write(
+        tmp_path / "general.json",
+        [msg(gone[0], "the old route was shorter"), msg(gone[1], "agreed"), msg(ANA, "who were they?")],
+    )
+    result = await import_file(memory, path, include_bots=False, progress=False)
+    assert (result.stored, await texts(memory)) == (3, ["the old route was shorter", "agreed", "who were they?"])
+    async with memory.sessions() as session:
+        names = (await session.execute(select(MemberName.user_id, MemberName.display_name, MemberName.username))).all()
+    assert sorted(names) == [
+        (ANA.id, "Ana", "ana.silva"),
+        (gone[0].id, f"member {str(gone[0].id)[-4:]}", None),
+        (gone[1].id, f"member {str(gone[1].id)[-4:]}", None),
+    ]
+
+
 @pytest.mark.parametrize(
     ("where", "value"),
     [("guild", str(2**63)), ("channel", str(2**64)), ("channel", "-5")],
