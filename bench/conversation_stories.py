@@ -1,7 +1,7 @@
 """The stories of the recall benchmark guild (bench/corpus/stories.json): what members once said, and what others later
 ask about it.
 
-A `Kind` is a story template. `bench.conversations` instantiates every kind for a few members (its subjects);
+A `Kind` is a story template. `bench.conversation_planting` instantiates every kind for a few members (its subjects);
 each instance plants evidence messages inside small chat scenes, look-alike distractors (recent chatter on the same
 topic, the same kind of scene at other times, messages that merely address the subject) and one question.
 

@@ -35,8 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.conversation_guild import MONTHS, STOPWORDS, Question
 from bench.conversation_stories import TYPES
-from bench.conversations import MONTHS, STOPWORDS, Conversation, Question, generate
+from bench.conversations import Conversation, generate
 from bench.offline_embedders import EMBEDDERS
 from bot.llm.tokens import estimate_tokens
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from bench.conversation_guild import NOW, content_words
 from bench.conversation_stories import TYPES
-from bench.conversations import NOW, content_words, generate, overlap_free, write_exports
+from bench.conversations import generate, overlap_free, write_exports
 from bot.exports import read_export
 
 
