@@ -14,7 +14,6 @@ import asyncio
 import html
 import re
 import shutil
-import statistics
 import tempfile
 import time
 import tracemalloc
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import print_table, sqlite_engine
+from bench.context_report import rows
 from bot.llm.client import LLM
 from bot.llm.offline import OfflineProvider
 from bot.llm.tokens import estimate_tokens
@@ -296,7 +296,7 @@ async def measure(args: argparse.Namespace) -> None:
         f"Context (SQLite, Gemini stub at {args.latency * 1000:.0f} ms a call)",
         ["measure", "model", "time", "note"],
         [
-            *rows(args, bench, first, imported, normal),
+            *rows(args, first, imported, normal, backlog_calls=bench.backlog_calls, warmed=WARMED),
             [
                 "context tokens of the steady member: HISTORY_MODE=summary vs daily",
                 f"{sizes[0][1]} vs {daily_mode[0][1]}",
@@ -310,74 +310,6 @@ async def measure(args: argparse.Namespace) -> None:
         ["stored messages", "steady member (tokens)", "member at the guild's pace (tokens)", "busy member's messages"],
         [[f"{n:,}", str(steady), str(busy), f"{mine:,}"] for n, steady, busy, mine in sizes],
     )
-
-
-def rows(
-    args: argparse.Namespace, bench: Bench, first: dict[str, Any], imported: Pass, normal: dict[str, Any]
-) -> list[list[str]]:
-    """The main table."""
-    cold_calls, cold_times, _ = normal["cold"]
-    eve_calls, eve_times, _ = normal["eve"]
-    patient_calls, patient_times, patient_behind = first["patient"]
-    warm = normal["warm"]
-    concurrency = Settings(_env_file=None).summary_concurrency  # type: ignore[call-arg]
-    return [
-        [
-            "cold context, past days summarised by the scheduler (first of the day / another member)",
-            f"{cold_calls[0]} / {max(cold_calls[1:])} calls",
-            f"{cold_times[0] * 1000:.0f} / {statistics.median(cold_times[1:]) * 1000:.0f} ms",
-            "target ≤ 3 calls and ≤ 1 s; today's batch beside the history, then the merge",
-        ],
-        [
-            "cold context, yesterday not summarised (no scheduler)",
-            f"{eve_calls[0]} calls",
-            f"{eve_times[0] * 1000:.0f} ms",
-            "yesterday's batch inside the history",
-        ],
-        [
-            "cold context, nothing summarised (day one), waiting for all of it",
-            f"{patient_calls[0]} calls",
-            f"{patient_times[0] * 1000:.0f} ms",
-            f"today beside 6 past days (4 at once) → history → merge; {patient_behind} more meanwhile for rollups",
-        ],
-        [
-            "day one within the guard (MEMORY_WAIT_SECONDS = 1 s)",
-            ", ".join(f"{name} {'yes' if ok else 'NO'}" for name, ok in first["has"].items()),
-            f"{first['answered'] * 1000:.0f} ms",
-            "facts + offline extract while the model works",
-        ],
-        [
-            "day one, once the backlog landed",
-            f"{first['after'][0]} calls",
-            "-",
-            "the merged context: " + ("yes" if first["after"][1] else "NO"),
-        ],
-        [
-            "scheduler at midnight: the day that ended",
-            f"{normal['midnight'][0]} call",
-            f"{normal['midnight'][1] * 1000:.0f} ms",
-            f"{args.per_day:,} messages, {args.users} members",
-        ],
-        [
-            f"scheduler backlog after an import ({args.days} days)",
-            f"{bench.backlog_calls / max(imported.built, 1):.1f} calls per guild-day",
-            f"{imported.seconds / max(imported.built, 1) * 1000:.0f} ms per guild-day",
-            f"{imported.built} days in {imported.seconds:.1f} s, SUMMARY_CONCURRENCY={concurrency}",
-        ],
-        [
-            "background calls after the cold contexts",
-            str(normal["background"]),
-            "-",
-            "these members' rollups were built on the days before",
-        ],
-        [
-            "warm get_memories p50 / p99",
-            "-",
-            f"{_pct(warm, 50) * 1000:.3f} / {_pct(warm, 99) * 1000:.3f} ms",
-            f"{len(warm)} calls; target p99 < 1 ms",
-        ],
-        ["cache bytes per member (approx.)", f"{normal['bytes']:,.0f}", "-", f"tracemalloc, {WARMED} members warmed"],
-    ]
 
 
 async def growth(args: argparse.Namespace, stub: GeminiStub, mode: str = "summary") -> list[tuple[int, int, int, int]]:
@@ -439,11 +371,6 @@ def _message(day: int, i: int, user: int, at: datetime) -> IncomingMessage:
         f"message {i}: the {WORDS[(i + user) % len(WORDS)]} again, and how it went on day {day}",
         at,
     )
-
-
-def _pct(values: list[float], pct: int) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
 def main() -> None:
