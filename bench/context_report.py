@@ -23,7 +23,7 @@ def rows(
     """The main table: cold contexts first, then what the scheduler and the caches cost."""
     return [
         *_cold_rows(first, normal),
-        *_cost_rows(args, first, imported, normal, backlog_calls=backlog_calls, warmed=warmed),
+        *_cost_rows(args, imported, normal, backlog_calls, warmed),
     ]
 
 
@@ -56,27 +56,21 @@ def _cold_rows(first: dict[str, Any], normal: dict[str, Any]) -> list[list[str]]
             f"{first['answered'] * 1000:.0f} ms",
             "facts + offline extract while the model works",
         ],
-    ]
-
-
-def _cost_rows(
-    args: argparse.Namespace,
-    first: dict[str, Any],
-    imported: Pass,
-    normal: dict[str, Any],
-    *,
-    backlog_calls: int,
-    warmed: int,
-) -> list[list[str]]:
-    warm = normal["warm"]
-    concurrency = Settings(_env_file=None).summary_concurrency  # type: ignore[call-arg]
-    return [
         [
             "day one, once the backlog landed",
             f"{first['after'][0]} calls",
             "-",
             "the merged context: " + ("yes" if first["after"][1] else "NO"),
         ],
+    ]
+
+
+def _cost_rows(
+    args: argparse.Namespace, imported: Pass, normal: dict[str, Any], backlog_calls: int, warmed: int
+) -> list[list[str]]:
+    warm = normal["warm"]
+    concurrency = Settings(_env_file=None).summary_concurrency  # type: ignore[call-arg]
+    return [
         [
             "scheduler at midnight: the day that ended",
             f"{normal['midnight'][0]} call",
