@@ -13,7 +13,7 @@ from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from bot.model_turns import ModelTurns
 from bot.responder import Responder
-from db import recall as recall_store
+from db.search import summaries as recall_store
 from db.summaries import save_day
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, T0, message
 from tests.memory.test_facts import AppendingModel

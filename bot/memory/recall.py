@@ -36,8 +36,11 @@ from bot.llm.tokens import estimate_tokens
 from bot.memory.question import Question, addressed_only, words_of
 from bot.memory.vector_index import VectorIndex
 from bot.text import MENTION, WORD, stem
-from db import recall as store
-from db.recall import Turn
+from db.search import messages as message_store
+from db.search import planner
+from db.search import summaries as summary_store
+from db.search import turns as turn_store
+from db.search.types import Search, SummaryRow, Turn
 
 log = logging.getLogger(__name__)
 POOL = 120  # full-text candidates, whatever the number of results asked for
@@ -227,7 +230,7 @@ class Recall:
         window = question.window if options.time else None
         members = question.members if options.who else {}
         turns: dict[int, Turn] = {}
-        summary_rows: list[store.SummaryRow] = []
+        summary_rows: list[SummaryRow] = []
         tz = ZoneInfo(zone)
         # The meaning half runs beside the words half, on a session of its own: the question's vector, its nearest
         # messages and their rows come while the full-text search runs.
@@ -249,15 +252,17 @@ class Recall:
                 named = [m for m in members if user_id in (None, m)]
                 about = {m: [*sorted(names), str(m)] if options.who else [] for m, names in members.items()}
                 # What the plans of several searches ask, at once (a period is searched without them); a search
-                # for words alone counts them on its own statement's trip (db.recall._guessed).
+                # for words alone counts them on its own statement's trip (db.search.messages).
                 if since is None and until is None and members:
-                    await store.count_ahead(session, [*terms, *(w for ws in about.values() for w in ws)], named)
+                    await planner.count_ahead(session, [*terms, *(w for ws in about.values() for w in ws)], named)
                 if terms:
                     # The best POOL (of `user_id`, or everyone's) and each named member's own best MEMBER_POOL.
-                    everyone, own = await store.search_with_members(
-                        session, guild_id, terms, named, user_id=user_id, since=since, until=until, now=now,
-                        here=here, limit=POOL, member_limit=MEMBER_POOL,
-                    )  # fmt: skip
+                    everyone, own = await message_store.search_with_members(
+                        session,
+                        Search(guild_id, tuple(terms), now, here, POOL, user_id=user_id, since=since, until=until),
+                        named,
+                        MEMBER_POOL,
+                    )
                     for rows in [everyone, *own.values()]:
                         turns |= {row.message_id: row.turn() for row in rows}
                     if summaries:
@@ -265,22 +270,14 @@ class Recall:
                             session, guild_id, terms, [user_id, *named], since=since, until=until, now=now, tz=tz
                         )
                 for member in members:  # messages about them: their name, or a mention (its id)
-                    for row in await store.search_messages(
-                        session,
-                        guild_id,
-                        about[member],
-                        user_id=None,
-                        since=since,
-                        until=until,
-                        now=now,
-                        half_life_days=0,
-                        here=here,
-                        limit=MEMBER_POOL,
-                    ):
+                    about_them = Search(
+                        guild_id, tuple(about[member]), now, here, MEMBER_POOL, since=since, until=until
+                    )
+                    for row in await message_store.search_messages(session, about_them):
                         turns.setdefault(row.message_id, row.turn())
                 if not terms:  # nothing to search for but who and when: their messages in that time
                     for member in members:
-                        for row in await store.recent_messages(
+                        for row in await message_store.recent_messages(
                             session,
                             guild_id,
                             user_id=member,
@@ -376,7 +373,7 @@ class Recall:
         # search (200 rows, ~5 ms of a reply on two busy cores, bench.reply).
         wanted = [m for m, c in cosine.items() if c >= floor]
         async with self._sessions() as session:
-            rows = await store.messages_by_id(session, guild_id, wanted, here=here)
+            rows = await turn_store.messages_by_id(session, guild_id, wanted, here=here)
         near = [t for t in rows if (since is None or t.at >= since) and (until is None or t.at < until)]
         return query, cosine, near
 
@@ -434,7 +431,7 @@ class Recall:
         hits.sort(key=lambda h: (-round(h.score, 9), -h.at.timestamp(), h.message_id or 0))
         return hits
 
-    def _rank_summaries(self, guild_id: int, terms: list[str], rows: list[store.SummaryRow], tz: ZoneInfo) -> list[Hit]:
+    def _rank_summaries(self, guild_id: int, terms: list[str], rows: list[SummaryRow], tz: ZoneInfo) -> list[Hit]:
         if not rows:
             return []
         relevance = bm25_scores(terms, [r.text for r in rows])
@@ -460,7 +457,7 @@ class Recall:
             return []
         as_turns = [Turn(h.message_id or 0, h.channel_id or 0, h.user_id, h.text, h.at, h.reply_to_id) for h in best]
         async with self._sessions() as session:
-            extra = await store.around(
+            extra = await turn_store.around(
                 session, guild_id, as_turns, here=here, neighbours=NEIGHBOURS if self.options.neighbours else 0
             )
         by_id = {t.message_id: t for t in [*as_turns, *extra]}
@@ -499,9 +496,9 @@ async def _summary_rows(
     until: datetime | None,
     now: datetime,
     tz: ZoneInfo,
-) -> list[store.SummaryRow]:
+) -> list[SummaryRow]:
     """Everyone's (or the asker's) and each named member's best daily summaries about the words, each once."""
-    by_author = await store.search_summaries(
+    by_author = await summary_store.search_summaries(
         session,
         guild_id,
         terms,

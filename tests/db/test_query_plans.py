@@ -12,9 +12,9 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import maintenance
-from db import recall as store
 from db.engine import create_engine
-from db.recall import Turn
+from db.search import turns as store
+from db.search.types import Turn
 from tests.factories import ALICE, CHANNEL, GUILD, T0
 
 MESSAGES = 3_000

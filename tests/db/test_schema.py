@@ -12,7 +12,7 @@ from sqlalchemy.engine import make_url
 
 from db.engine import create_engine
 from db.models import Base
-from db.recall import SEARCH_COLUMN, SEARCH_TABLE_PREFIXES
+from db.search.fts import SEARCH_COLUMN, SEARCH_TABLE_PREFIXES
 
 
 def is_modelled(name: str | None, kind: str, _parent: object = None) -> bool:

@@ -17,9 +17,9 @@ from bot.llm.embeddings import GeminiEmbedder
 from bot.memory import embedding, vector_index
 from bot.memory.manager import MemoryManager
 from bot.responder import Responder
-from db import recall as recall_rows
 from db.models import ChatMessage, MessageVector
 from db.records import MessageVector as Vector
+from db.search import turns as recall_rows
 from fakes.gemini_stub import GeminiStub
 from fakes.models import model_stack, stub_client
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, T0, message

@@ -13,9 +13,11 @@ from sqlalchemy import update
 from bot.memory.manager import MemoryManager
 from bot.memory.recall import RECENCY, query_terms, relative_age
 from bot.settings import Settings
-from db import recall as recall_store
 from db.engine import create_engine
-from db.recall import decay_rate
+from db.search import driver, planner, turns
+from db.search import messages as message_store
+from db.search import summaries as summary_store
+from db.search.types import Search, decay_rate
 from db.summaries import save_day
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, OTHER_GUILD, T0, message
 from tests.memory.test_facts import AppendingModel
@@ -100,8 +102,8 @@ async def test_the_plan_for_common_words_finds_the_same_best_hits(memory, monkey
     await fill(memory)
     questions = ["chemistry exam", "decide trip Lisbon train", "exam went fine"]
     exact = [[h.text for h in await memory.recall(GUILD, q, now=NOW, limit=1)] for q in questions]
-    monkeypatch.setattr(recall_store, "MANY", 0)  # as if every word matched millions of messages
-    monkeypatch.setattr(recall_store, "RECENT", 1)  # and only the newest match of any word were read
+    monkeypatch.setattr(planner, "MANY", 0)  # as if every word matched millions of messages
+    monkeypatch.setattr(planner, "RECENT", 1)  # and only the newest match of any word were read
     planned = [[h.text for h in await memory.recall(GUILD, q, now=NOW, limit=1)] for q in questions]
     assert planned == exact and all(exact)  # the weeks-old complete answers are still found
     if memory.engine.dialect.name != "sqlite":
@@ -126,8 +128,8 @@ async def test_common_words_and_busy_members_leave_the_full_text_query_but_not_t
         return [[h.text for h in await memory.recall(GUILD, q, now=NOW, user_id=u, limit=2)] for q, u in asked]
 
     exact = await best()
-    monkeypatch.setattr(recall_store, "COMMON", 1)  # every member, and every word said twice, is "common"
-    recall_store._counts.clear()
+    monkeypatch.setattr(planner, "COMMON", 1)  # every member, and every word said twice, is "common"
+    planner._counts.clear()
     assert await best() == exact and all(exact)
     assert exact[2] == ["The exam went fine, I think", "My chemistry exam is on the 14th, wish me luck"]
     assert exact[3] == ["We decided: the trip goes to Lisbon in May, train both ways"]  # only Alice's
@@ -228,7 +230,7 @@ async def test_everyones_and_each_members_summaries_come_from_one_statement(memo
         statements.append(statement)
 
     search = partial(
-        recall_store.search_summaries, terms=["lisbon", "trip"], since=date.min, until=date.max,
+        summary_store.search_summaries, terms=["lisbon", "trip"], since=date.min, until=date.max,
         today=NOW.date(), half_life_days=0, limit=3,
     )  # fmt: skip
     event.listen(memory.engine.sync_engine, "before_cursor_execute", count)
@@ -320,20 +322,22 @@ async def test_sqlites_lean_reads_return_what_the_session_path_returns(memory, m
 
     async def read() -> tuple[list, ...]:
         async with memory.sessions() as session:
-            found = await recall_store.messages_by_id(session, GUILD, ids, here=CHANNEL)
-            near = await recall_store.around(session, GUILD, found[:2], here=CHANNEL, neighbours=2)
+            found = await turns.messages_by_id(session, GUILD, ids, here=CHANNEL)
+            near = await turns.around(session, GUILD, found[:2], here=CHANNEL, neighbours=2)
             searched = [
-                await recall_store.search_messages(
+                await message_store.search_messages(
                     session,
-                    GUILD,
-                    ["words", "secret", "reply"],
-                    user_id=user,
-                    since=since,
-                    until=until,
-                    now=NOW,
-                    half_life_days=30,
-                    here=CHANNEL,
-                    limit=10,
+                    Search(
+                        GUILD,
+                        ("words", "secret", "reply"),
+                        NOW,
+                        CHANNEL,
+                        10,
+                        user_id=user,
+                        since=since,
+                        until=until,
+                        half_life_days=30,
+                    ),
                 )
                 for user, since, until in [
                     (None, None, None),
@@ -344,7 +348,7 @@ async def test_sqlites_lean_reads_return_what_the_session_path_returns(memory, m
             return sorted(found, key=lambda t: t.message_id), sorted(near, key=lambda t: t.message_id), searched
 
     lean = await read()
-    monkeypatch.setattr(recall_store, "_sqlite_rows", lambda *args: _none())
+    monkeypatch.setattr(driver, "sqlite_rows", lambda *args: _none())
     assert await read() == lean
     assert {t.text for t in lean[0]} == {"first words", "a reply to the first", "last words"}
     assert lean[1], "the neighbours and replies of the first hits"
@@ -379,24 +383,15 @@ async def test_reading_only_the_best_matches_first_gives_the_rows_every_match_gi
             return [
                 [
                     (r.message_id, r.relevance)
-                    for r in await recall_store.search_messages(
-                        session,
-                        GUILD,
-                        ["exam", "notes"],
-                        user_id=user,
-                        since=None,
-                        until=None,
-                        now=NOW,
-                        half_life_days=0,
-                        here=here,
-                        limit=limit,
+                    for r in await message_store.search_messages(
+                        session, Search(GUILD, ("exam", "notes"), NOW, here, limit, user_id=user)
                     )
                 ]
                 for user, here, limit in searches
             ]
 
     cut = []
-    original = recall_store._search_messages
+    original = message_store._search_messages
 
     async def counting(*args, plan, **kwargs):
         rows = await original(*args, plan=plan, **kwargs)
@@ -404,15 +399,15 @@ async def test_reading_only_the_best_matches_first_gives_the_rows_every_match_gi
             cut.append(len(rows))
         return rows
 
-    monkeypatch.setattr(recall_store, "_search_messages", counting)
-    monkeypatch.setattr(recall_store, "CUT", 1)  # the best `limit` matches only: hidden ones leave it short
+    monkeypatch.setattr(message_store, "_search_messages", counting)
+    monkeypatch.setattr(planner, "CUT", 1)  # the best `limit` matches only: hidden ones leave it short
     first = await read()
     if memory.engine.dialect.name != "sqlite":
         assert not cut
         return
     assert cut, "the cut plan was tried"
     assert min(cut) < 5, "and fell short where the best matches were hidden, so every match was read"
-    monkeypatch.setattr(recall_store, "_cut", lambda *args: None)
+    monkeypatch.setattr(planner, "cut", lambda *args: None)
     assert first == await read() and all(first)
     assert len(first[2]) == 12 and len({m for m, _ in first[2]}) == 12
 
@@ -428,32 +423,33 @@ async def test_busy_members_searches_share_everyones_statement_and_find_the_same
     await memory.ingest_message(message("exam exam exam trip", author=BOB, channel=staff, at=NOW))
     await memory.flush()
     statements = []
-    original = recall_store._search_messages
+    original = message_store._search_messages
 
     async def counting(*args, **kwargs):
         statements.append(kwargs.get("members"))
         return await original(*args, **kwargs)
 
-    monkeypatch.setattr(recall_store, "_search_messages", counting)
+    monkeypatch.setattr(message_store, "_search_messages", counting)
 
     async def both(words, members, limit, member_limit):
         async with memory.sessions() as session:
-            shared = await recall_store.search_with_members(
-                session, GUILD, words, members, user_id=None, since=None, until=None, now=NOW, here=CHANNEL,
-                limit=limit, member_limit=member_limit,
-            )  # fmt: skip
-            search = partial(
-                recall_store.search_messages, session, GUILD, words, since=None, until=None, now=NOW,
-                half_life_days=0, here=CHANNEL,
-            )  # fmt: skip
+            shared = await message_store.search_with_members(
+                session, Search(GUILD, tuple(words), NOW, CHANNEL, limit), members, member_limit
+            )
+
+            async def search(user_id, limit):
+                return await message_store.search_messages(
+                    session, Search(GUILD, tuple(words), NOW, CHANNEL, limit, user_id=user_id)
+                )
+
             apart = (
                 await search(user_id=None, limit=limit),
                 {m: await search(user_id=m, limit=member_limit) for m in members},
             )
         return shared, apart
 
-    monkeypatch.setattr(recall_store, "COMMON", 1)  # every member "busy", every word said twice "common"
-    recall_store._counts.clear()
+    monkeypatch.setattr(planner, "COMMON", 1)  # every member "busy", every word said twice "common"
+    planner._counts.clear()
     for words, members, limit, member_limit in (
         (["exam", "notes"], [BOB], 5, 4),
         (["exam", "trip", "notes"], [ALICE, CAROL], 3, 6),
@@ -470,16 +466,16 @@ async def test_busy_members_searches_share_everyones_statement_and_find_the_same
 
 def _watch_counts(monkeypatch) -> list[str]:
     """The count statements recall's plans run from now on (none counted before)."""
-    recall_store._counts.clear()
+    planner._counts.clear()
     counted: list[str] = []
-    original = recall_store._sqlite_rows
+    original = driver.sqlite_rows
 
     async def watching(session, sql, params):
         if "count(*)" in sql:
             counted.append(sql)
         return await original(session, sql, params)
 
-    monkeypatch.setattr(recall_store, "_sqlite_rows", watching)
+    monkeypatch.setattr(driver, "sqlite_rows", watching)
     return counted
 
 
@@ -491,25 +487,22 @@ async def test_words_and_members_not_counted_lately_are_counted_in_one_statement
     counted = _watch_counts(monkeypatch)
     words = ["exam", "trip", "pizza", "lisbon"]
     async with memory.sessions() as session:
-        together = await recall_store.search_with_members(
-            session, GUILD, words, [ALICE, BOB], user_id=None, since=None, until=None, now=NOW, here=CHANNEL,
-            limit=5, member_limit=5,
-        )  # fmt: skip
+        together = await message_store.search_with_members(
+            session, Search(GUILD, tuple(words), NOW, CHANNEL, 5), [ALICE, BOB], 5
+        )
         assert len(counted) <= 2  # the guild's scope (a shared file) may take its own, once
         assert len([s for s in counted if s.count("MATCH") >= len(words) + 2]) == 1
         counted.clear()
-        again = await recall_store.search_with_members(
-            session, GUILD, words, [ALICE, BOB], user_id=None, since=None, until=None, now=NOW, here=CHANNEL,
-            limit=5, member_limit=5,
-        )  # fmt: skip
+        again = await message_store.search_with_members(
+            session, Search(GUILD, tuple(words), NOW, CHANNEL, 5), [ALICE, BOB], 5
+        )
         assert counted == []  # counted lately: no statement
-        recall_store._counts.clear()
+        planner._counts.clear()
         for token in [f"scope:u{ALICE}", f"scope:u{BOB}", *(f'body:"{w}"' for w in words)]:
-            await recall_store._count(session, token)  # one by one, as before
-        apart = await recall_store.search_with_members(
-            session, GUILD, words, [ALICE, BOB], user_id=None, since=None, until=None, now=NOW, here=CHANNEL,
-            limit=5, member_limit=5,
-        )  # fmt: skip
+            await planner._count(session, token)  # one by one, as before
+        apart = await message_store.search_with_members(
+            session, Search(GUILD, tuple(words), NOW, CHANNEL, 5), [ALICE, BOB], 5
+        )
     assert together == again == apart and together[0]
 
 
@@ -518,37 +511,34 @@ async def test_a_search_with_fewer_matches_than_the_cut_reads_takes_one_statemen
     """Where the words hold no more rows than the cut would read, the cut would read them all and, short of
     `limit` (which is then usual), read them again: the whole plan runs once instead, with the same rows."""
     await fill(memory)
-    recall_store._counts.clear()
+    planner._counts.clear()
     plans: list[str] = []
-    original = recall_store._search_messages
+    original = message_store._search_messages
 
     async def counting(*args, plan, **kwargs):
         plans.append(plan["m_any"][1] if plan else "")
         return await original(*args, plan=plan, **kwargs)
 
-    monkeypatch.setattr(recall_store, "_search_messages", counting)
+    monkeypatch.setattr(message_store, "_search_messages", counting)
 
     async def search(words):
         async with memory.sessions() as session:
-            return await recall_store.search_messages(
-                session, GUILD, words, user_id=None, since=None, until=None, now=NOW, half_life_days=0,
-                here=CHANNEL, limit=120,
-            )  # fmt: skip
+            return await message_store.search_messages(session, Search(GUILD, tuple(words), NOW, CHANNEL, 120))
 
     few = await search(["exam", "trip"])  # not counted yet: counted beside the cut (_guessed), which read them all
     assert few and len(few) < 120
     assert len(plans) == 1  # one statement (and the count, on the same trip)
     plans.clear()
-    recall_store._counts.clear()
+    planner._counts.clear()
     async with memory.sessions() as session:
-        await recall_store._count(session, 'body:"exam"')  # one word's count from before: maybe out of date
+        await planner._count(session, 'body:"exam"')  # one word's count from before: maybe out of date
     assert await search(["exam", "trip"]) == few
     assert len(plans) == 2 and plans[1] == " LIMIT -1"  # the short cut is not trusted: the plan runs too
     plans.clear()
     assert await search(["exam", "trip"]) == few
     assert plans == [" LIMIT -1"]  # counted: one statement, every match ranked
     plans.clear()
-    monkeypatch.setattr(recall_store, "CUT", 0)  # "more matches than the cut reads": cut first, then read again
+    monkeypatch.setattr(planner, "CUT", 0)  # "more matches than the cut reads": cut first, then read again
     assert await search(["exam", "trip"]) == few
     assert len(plans) == 2 and plans[1] == " LIMIT -1"
 
@@ -561,24 +551,21 @@ async def test_words_not_counted_lately_are_counted_on_the_trip_that_searches_th
     are the plan's: where the counts choose another plan (`common`: every word said twice is common), it runs."""
     await fill(memory)
     if common:
-        monkeypatch.setattr(recall_store, "COMMON", 1)
+        monkeypatch.setattr(planner, "COMMON", 1)
     words = ["exam", "notes"]
 
     async def search():
         async with memory.sessions() as session:
-            return await recall_store.search_messages(
-                session, GUILD, words, user_id=None, since=None, until=None, now=NOW, half_life_days=0,
-                here=CHANNEL, limit=2,
-            )  # fmt: skip
+            return await message_store.search_messages(session, Search(GUILD, tuple(words), NOW, CHANNEL, 2))
 
-    recall_store._counts.clear()
+    planner._counts.clear()
     async with memory.sessions() as session:
         for token in (f'body:"{w}"' for w in words):
-            await recall_store._count(session, token)  # counted first, one by one
+            await planner._count(session, token)  # counted first, one by one
     counted_first = await search()
-    recall_store._counts.clear()
+    planner._counts.clear()
     events: list[str] = []
-    original = recall_store._sqlite_rows
+    original = driver.sqlite_rows
 
     async def watching(session, sql, params):
         kind = "count" if "count(*)" in sql else "search"
@@ -587,7 +574,7 @@ async def test_words_not_counted_lately_are_counted_on_the_trip_that_searches_th
         events.append(f"{kind} back")
         return rows
 
-    monkeypatch.setattr(recall_store, "_sqlite_rows", watching)
+    monkeypatch.setattr(driver, "sqlite_rows", watching)
     guessed = await search()
     assert guessed == counted_first and len(guessed) == 2
     assert events[:3] == ["count sent", "search sent", "count back"]
