@@ -13,6 +13,7 @@ from discord import app_commands
 from bot.sending import defuse, split_message
 
 log = logging.getLogger(__name__)
+NOBODY = discord.AllowedMentions.none()  # on every answer, question and edit: nothing the bot says pings
 NOT_ADMIN = "You need the **Manage Server** permission for that."
 CONFIRM_SECONDS = 120
 
@@ -62,13 +63,9 @@ async def answer(
             extra["view"] = view
         shown: discord.WebhookMessage | discord.InteractionMessage | None = None
         if interaction.response.is_done():
-            shown = await interaction.followup.send(
-                chunk, ephemeral=True, allowed_mentions=discord.AllowedMentions.none(), wait=True, **extra
-            )
+            shown = await interaction.followup.send(chunk, ephemeral=True, allowed_mentions=NOBODY, wait=True, **extra)
         else:
-            await interaction.response.send_message(
-                chunk, ephemeral=True, allowed_mentions=discord.AllowedMentions.none(), **extra
-            )
+            await interaction.response.send_message(chunk, ephemeral=True, allowed_mentions=NOBODY, **extra)
             if last and isinstance(view, Confirm):
                 shown = await interaction.original_response()
         if last and isinstance(view, Confirm) and shown is not None:
@@ -113,14 +110,16 @@ class Confirm(discord.ui.View):
             return
         expired = f"{self._question}\n\n**No answer within {_duration(CONFIRM_SECONDS)}, so nothing was changed.**"
         try:
-            await self._message.edit(content=expired[:2000], view=self)
+            await self._message.edit(content=expired[:2000], view=self, allowed_mentions=NOBODY)
         except discord.HTTPException:
             log.info("could not mark an expired question as expired (the member may have dismissed it)")
 
     async def interaction_check(self, interaction: discord.Interaction) -> bool:
         """Ephemeral messages are private anyway; this keeps shared ones safe too."""
         if interaction.user.id != self._owner_id:
-            await interaction.response.send_message("This question is not for you.", ephemeral=True)
+            await interaction.response.send_message(
+                "This question is not for you.", ephemeral=True, allowed_mentions=NOBODY
+            )
             return False
         return True
 
@@ -128,19 +127,19 @@ class Confirm(discord.ui.View):
     async def confirm(self, interaction: discord.Interaction, _: discord.ui.Button[Confirm]) -> None:
         """Run the action; deleting much can take a while, so say so first, then show the outcome."""
         self.stop()
-        await interaction.response.edit_message(content="Working on it…", view=None)
+        await interaction.response.edit_message(content="Working on it…", view=None, allowed_mentions=NOBODY)
         try:
             outcome = await self._action()
         except Exception:
             log.exception("a confirmed action failed")
             outcome = "Sorry, that failed and nothing was changed. Please try again in a moment."
-        await interaction.edit_original_response(content=defuse(outcome)[:2000])
+        await interaction.edit_original_response(content=defuse(outcome)[:2000], allowed_mentions=NOBODY)
 
     @discord.ui.button(label="No", style=discord.ButtonStyle.secondary)
     async def cancel(self, interaction: discord.Interaction, _: discord.ui.Button[Confirm]) -> None:
         """Change nothing."""
         self.stop()
-        await interaction.response.edit_message(content=self._declined, view=None)
+        await interaction.response.edit_message(content=self._declined, view=None, allowed_mentions=NOBODY)
 
 
 def _duration(seconds: float) -> str:

@@ -39,17 +39,24 @@ def people():
     return alice, bob
 
 
+# AllowedMentions.none() as Discord receives it: @everyone, @here, users and roles all stay unpinged.
+NOBODY = {"parse": []}
+
+
 @pytest.fixture
 def slash(bot):
     guild = dpytest.get_config().guilds[0]
-    return Interactions(bot, guild, discord.utils.get(guild.text_channels, name="general"))
+    slash = Interactions(bot, guild, discord.utils.get(guild.text_channels, name="general"))
+    yield slash
+    # Every answer, question, button update and edit a test made the commands send: none may ping.
+    assert [sent for sent in slash.adapter.sent if sent.allowed_mentions != NOBODY] == []
 
 
 def only(sent: list[Sent]) -> Sent:
-    """The single message a command answered with; always private."""
+    """The single message a command answered with; always private, never pinging."""
     assert len(sent) == 1, sent
     assert sent[0].ephemeral, sent[0]
-    assert sent[0].allowed_mentions in (None, {"parse": []}), sent[0]  # followups may omit it: nothing pings
+    assert sent[0].allowed_mentions == NOBODY, sent[0]
     return sent[0]
 
 

@@ -170,6 +170,7 @@ async def test_an_unanswered_question_greys_out_its_buttons_and_says_nothing_cha
     assert expired.content.startswith(question.content)
     assert expired.content.endswith("**No answer within 0.3 seconds, so nothing was changed.**")
     assert expired.disabled == set(question.buttons)
+    assert expired.allowed_mentions == {"parse": []}  # AllowedMentions.none() on the edit too
     assert await count(bot, ChatMessage, user_id=alice.id) == 2
 
 
