@@ -109,7 +109,7 @@ async def fill(memory: MemoryManager, *, users: int, days: int, per_day: int) ->
         start = NOW.replace(hour=1) - timedelta(days=d)
         for i in range(per_day if d else per_day // 2):
             u = (i * 7 + d) % users
-            await memory.ingest_message(
+            await memory.intake.message(
                 IncomingMessage(
                     GUILD,
                     GUILD + 1,
@@ -171,7 +171,7 @@ async def cold(bench: Bench, memory: MemoryManager, users: range) -> tuple[list[
     calls, times, background = [], [], 0
     for u in users:
         before, started = bench.calls(), time.perf_counter()
-        assert await memory.get_memories(GUILD, member(u))
+        assert await memory.recollection.context(GUILD, member(u))
         times.append(time.perf_counter() - started)
         made = bench.stub.requests[before:]
         background += sum(behind(r) for r in made)
@@ -185,7 +185,7 @@ async def day_one(bench: Bench) -> dict[str, Any]:
 
     async def asked(memory: MemoryManager) -> None:
         started = time.perf_counter()
-        first = await memory.get_memories(GUILD, member(0)) or ""  # the guard: MEMORY_WAIT_SECONDS (1 s)
+        first = await memory.recollection.context(GUILD, member(0)) or ""  # the guard: MEMORY_WAIT_SECONDS (1 s)
         found["answered"] = time.perf_counter() - started
         found["has"] = {
             "facts": first.startswith("Facts: user0 is vegetarian"),
@@ -196,7 +196,7 @@ async def day_one(bench: Bench) -> dict[str, Any]:
         await memory.scheduler.catch_up()  # the backlog lands (beside the context build the guard left running)
         memory.settings.memory_wait_seconds = 600
         before = bench.calls()
-        later = await memory.get_memories(GUILD, member(0)) or ""
+        later = await memory.recollection.context(GUILD, member(0)) or ""
         found["after"] = (bench.calls() - before, later.startswith("MERGED"))
         assert memory.rollups is not None  # her weeks and months, rolled up behind: let them finish, not be cut
         await memory.rollups.earlier(GUILD, member(0), NOW.date(), wait=True)
@@ -255,13 +255,13 @@ async def normal_day(bench: Bench) -> dict[str, Any]:
         for _ in range(bench.args.warm):
             for u in range(MEASURED):
                 started = time.perf_counter()
-                await memory.get_memories(GUILD, member(u))
+                await memory.recollection.context(GUILD, member(u))
                 warm.append(time.perf_counter() - started)
         found["warm"] = warm
         tracemalloc.start()
         snap0 = tracemalloc.take_snapshot()
         for u in range(MEASURED, MEASURED + WARMED):
-            await memory.get_memories(GUILD, member(u))
+            await memory.recollection.context(GUILD, member(u))
         snap1 = tracemalloc.take_snapshot()
         tracemalloc.stop()
         found["bytes"] = sum(s.size_diff for s in snap1.compare_to(snap0, "filename") if s.size_diff > 0) / WARMED
@@ -282,7 +282,7 @@ async def measure(args: argparse.Namespace) -> None:
 
         async def setup(memory: MemoryManager) -> None:
             await fill(memory, users=args.users, days=args.days, per_day=args.per_day)
-            await memory.remember(GUILD, member(0), "user0 is vegetarian and plays chess", requested_by=GUILD)
+            await memory.facts.remember(GUILD, member(0), "user0 is vegetarian and plays chess", requested_by=GUILD)
 
         await bench.on("fresh.db", setup)  # an import, or a first start: nothing summarised yet
         stub.latency = args.latency
@@ -334,19 +334,19 @@ async def growth(args: argparse.Namespace, stub: GeminiStub, mode: str = "summar
                 for d in range(7):
                     for i in range(10):
                         at = NOW.replace(hour=1) - timedelta(days=d, minutes=-7 * i)
-                        await memory.ingest_message(_message(d, 9_000_000 + i, 0, at), wait=True)
+                        await memory.intake.message(_message(d, 9_000_000 + i, 0, at), wait=True)
                 for back in range(8, 8 + 365, 4):
                     at = NOW - timedelta(days=back, hours=3)
-                    await memory.ingest_message(_message(back, 9_500_000, 0, at), wait=True)
+                    await memory.intake.message(_message(back, 9_500_000, 0, at), wait=True)
                 for i in range(total):
                     back = (i * 365) // max(total, 1)
                     at = NOW.replace(hour=0) - timedelta(days=back) + timedelta(seconds=(i * 7919) % 64800)
                     author = 1 if i % 50 == 0 else 2 + i % 198
                     mine += author == 1
-                    await memory.ingest_message(_message(back, i, author, at), wait=True)
+                    await memory.intake.message(_message(back, i, author, at), wait=True)
                 await memory.flush()
                 for who in (steady, busy):
-                    await memory.remember(
+                    await memory.facts.remember(
                         GUILD, who, f"member {who % 1000} is vegetarian and plays chess", requested_by=GUILD
                     )
                 assert memory.scheduler is not None and memory.rollups is not None
@@ -354,7 +354,7 @@ async def growth(args: argparse.Namespace, stub: GeminiStub, mode: str = "summar
                 tokens = []
                 for who in (steady, busy):
                     await memory.rollups.earlier(GUILD, who, NOW.date(), wait=True)
-                    tokens.append(estimate_tokens(await memory.get_memories(GUILD, who) or ""))
+                    tokens.append(estimate_tokens(await memory.recollection.context(GUILD, who) or ""))
                 out.append((total + 70 + len(range(8, 8 + 365, 4)), tokens[0], tokens[1], mine))
                 await memory.close()
                 await llm.close()

@@ -92,12 +92,12 @@ async def measure(
         await memory.embedding.idle()
         await memory.flush()
         embedded = time.perf_counter() - started
-        assert await memory.vectors_ready(conv.guild_id)
+        assert await memory.recollection.vectors_ready(conv.guild_id)
         responder = Responder(memory, router=None, chatter=_unused, policy="anyone")
         general = conv.channels[0].id
         rows, latency = [], []
         for name, options in ABLATIONS.items() if ablations else list(ABLATIONS.items())[:1]:
-            memory._recall.options = options
+            memory.recall.options = options
             hits: dict[str, list[bool]] = defaultdict(list)
             found: dict[str, list[bool]] = defaultdict(list)
             for question in tqdm(conv.questions, desc=name.strip(), leave=False):

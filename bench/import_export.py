@@ -95,7 +95,7 @@ async def import_whole(memory, path: Path, *, include_bots: bool, bot_name: str)
 
     export = Export.model_validate(json.loads(path.read_text(encoding="utf-8-sig")))  # noqa: ASYNC240 - as it was
     guild_id, channel = export.guild.id, export.channel
-    await memory.observe_channel(guild_id, channel.id, is_private=None, parent_id=None, channel_type=channel.type)
+    await memory.intake.channel(guild_id, channel.id, is_private=None, parent_id=None, channel_type=channel.type)
     for index, m in enumerate(export.messages):
         if index % 1000 == 0:
             await asyncio.sleep(0)
@@ -105,7 +105,7 @@ async def import_whole(memory, path: Path, *, include_bots: bool, bot_name: str)
         if not text:
             continue
         addressed = address(m.content, bot_user_id=0, bot_name=bot_name, replied_to_bot=False)
-        await memory.ingest_message(
+        await memory.intake.message(
             IncomingMessage(
                 guild_id=guild_id,
                 channel_id=channel.id,

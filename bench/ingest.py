@@ -109,12 +109,12 @@ async def write_behind(
     """(b) the project's path: MemoryManager.ingest_message + flush; also the worst loop stall."""
     manager = MemoryManager(engine, Settings(_env_file=None))  # type: ignore[call-arg]
     if writer is not None:
-        manager.ingest._writer = writer(engine)  # a variant of the same queue, for comparison
+        manager.queue._writer = writer(engine)  # a variant of the same queue, for comparison
     await manager.start()
     with StallMeter() as meter:
         started = time.perf_counter()
         for m in messages:
-            await manager.ingest_message(m, wait=True)  # back-pressure: measure storage, not the disk
+            await manager.intake.message(m, wait=True)  # back-pressure: measure storage, not the disk
             # Each gateway message is its own event: without this the producer held the loop for a whole queue's
             # worth of messages while there was room, and the stall measured the benchmark, not the bot.
             await asyncio.sleep(0)

@@ -27,10 +27,10 @@ from pathlib import Path
 from tqdm import tqdm
 
 from bench.common import sqlite_engine
-from bot import recalling
+from bot import past_questions
 from bot.conversation import Request
-from bot.llm.tokens import estimate_tokens
 from bot.llm.budget import Section, assemble
+from bot.llm.tokens import estimate_tokens
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from bot.settings import Settings
@@ -275,7 +275,7 @@ async def measure(args: argparse.Namespace) -> Figures:
         memory = MemoryManager(engine, settings, clock=FakeClock(NOW))
         await memory.start()
         for i, name in enumerate(NAMES):
-            await memory.note_member(GUILD, MEMBERS[i], name, name.lower())
+            await memory.intake.member(GUILD, MEMBERS[i], name, name.lower())
         async with memory.sessions() as session:
             from sqlalchemy import text
 
@@ -293,15 +293,15 @@ async def measure(args: argparse.Namespace) -> Figures:
         found = in_context = in_baseline = 0
         for plant in plants:
             request = Request(GUILD, 2**60 + 4999, plant.question, channel_id=CHANNELS[0])
-            hits = await recalling.find(memory, request, now=NOW, limit=5)
+            hits = await past_questions.find(memory, request, now=NOW, limit=5)
             hit = any(h.message_id == plant.message_id for h in hits)
             found += hit
             if args.verbose and not hit:
-                age = next(iter(await memory.recall(GUILD, plant.text, now=NOW, limit=1)), None)
+                age = next(iter(await memory.recollection.recall(GUILD, plant.text, now=NOW, limit=1)), None)
                 print(f"MISS {plant.question!r} -> {plant.text!r} ({age and age.label(NOW, 'UTC')})")
                 for h in hits:
                     print(f"    {h.score:.3f} {h.label(NOW, 'UTC')} {h.user_id % 1000} {h.text[:70]!r}")
-            cited = await recalling.cite(memory, hits, NOW)
+            cited = await past_questions.cite(memory, hits, NOW)
             context = assemble(
                 [
                     Section("Recalled", items=cited, share=0.5),
@@ -316,11 +316,11 @@ async def measure(args: argparse.Namespace) -> Figures:
         rng = random.Random(args.seed + 1)
         vocab, _ = vocabulary(random.Random(args.seed))
         queries = [p.question for p in plants] + [" ".join(rng.sample(vocab[15:800], 2)) for _ in range(300)]
-        await memory.recall(GUILD, queries[0], now=NOW)  # warm the page cache once
+        await memory.recollection.recall(GUILD, queries[0], now=NOW)  # warm the page cache once
         timings = []
         for query in queries:
             began = time.perf_counter()
-            await memory.recall(GUILD, query, now=NOW, limit=10)
+            await memory.recollection.recall(GUILD, query, now=NOW, limit=10)
             timings.append((time.perf_counter() - began) * 1000)
         await memory.close()
 

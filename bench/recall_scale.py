@@ -35,7 +35,7 @@ from bot.conversation import Request
 from bot.llm.local_embedder import DIMENSIONS, MODEL, LocalEmbedder
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
-from bot.memory.vector_index import quantize
+from bot.memory.recall.vectors import quantize
 from bot.responder import Responder
 from bot.settings import Settings
 from db import maintenance
@@ -126,10 +126,10 @@ async def _questions(
     memory = MemoryManager(engine, settings, llm=model_stack(), clock=FakeClock(NOW), embedder=LocalEmbedder())
     await memory.start(background=False)
     for i, member in enumerate(NAMES):
-        await memory.note_member(GUILD, MEMBERS[i], member, member.lower())
+        await memory.intake.member(GUILD, MEMBERS[i], member, member.lower())
     assert memory.vectors is not None
     began = time.perf_counter()
-    assert await memory.vectors_ready(GUILD)
+    assert await memory.recollection.vectors_ready(GUILD)
     index_seconds = time.perf_counter() - began
     index = memory.vectors._guilds[GUILD].index  # measuring its size
     per_vector_index = len(faiss.serialize_index(index)) / messages

@@ -160,7 +160,7 @@ async def settled(app: App, guild_id: int, member_id: int) -> None:
     a member who has talked to the bot before."""
     async with asyncio.timeout(120):
         await landed(rollups.BUILDING, context.BUILDING)
-    await app.memory.get_memories(guild_id, member_id, patient=True)
+    await app.memory.recollection.context(guild_id, member_id, patient=True)
 
 
 async def measure(args: argparse.Namespace, directory: Path) -> None:
@@ -190,13 +190,13 @@ async def measure(args: argparse.Namespace, directory: Path) -> None:
             await bot._async_setup_hook()
             await bot.setup_hook()
             for member in members:
-                await app.memory.note_member(guild.id, member.id, member.display_name, member.name)
+                await app.memory.intake.member(guild.id, member.id, member.display_name, member.name)
             asker, channel = members[0], channels[0]
             fact = f"{asker.display_name} likes green tea"
-            await app.memory.remember(guild.id, asker.id, fact, requested_by=asker.id)
+            await app.memory.facts.remember(guild.id, asker.id, fact, requested_by=asker.id)
             assert app.memory.scheduler is not None
             summarised = await app.memory.scheduler.catch_up([guild.id])
-            assert await app.memory.vectors_ready(guild.id)
+            assert await app.memory.recollection.vectors_ready(guild.id)
             print(
                 f"{args.messages:,} messages, vectors, {summarised.built} days summarised and the vector index "
                 f"ready in {time.perf_counter() - began:.0f} s"

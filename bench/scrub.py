@@ -74,12 +74,12 @@ async def _forget(path: Path, members: list[int], *, secure: bool, marker: str) 
         try:
             for user in members:
                 began = time.perf_counter()
-                await memory.forget_member(GUILD, user)
+                await memory.admin.forget_member(GUILD, user)
                 times.append(time.perf_counter() - began)
         finally:
             maintenance.scrub = real_scrub  # type: ignore[assignment]
             # A stop rewrites the file when a rewrite is pending: timed apart below, and only where shipped.
-            await memory._compaction.cancel()
+            await memory.changes._compaction.cancel()
             await memory.close()
         began = time.perf_counter()
         if secure:

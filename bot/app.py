@@ -104,7 +104,7 @@ async def _opened(settings: Settings, *, clock: Clock | None, background: bool) 
 async def _retention(memory: MemoryManager) -> None:
     """Apply RETENTION_DAYS once an hour while the bot runs."""
     while True:
-        deleted = await memory.apply_retention()
+        deleted = await memory.admin.apply_retention()
         if deleted:
             log.info("retention removed %s", dict(deleted))
         await asyncio.sleep(3600)

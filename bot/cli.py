@@ -166,9 +166,9 @@ AT_OPTION = click.option(
 
 async def _require_guild(app: App, guild_id: int) -> None:
     """End the command with one sentence when nothing is stored for the guild (a mistyped id printed zeros)."""
-    if await app.memory.guild_known(guild_id):
+    if await app.memory.admin.guild_known(guild_id):
         return
-    known = await app.memory.some_guilds(limit=6)
+    known = await app.memory.admin.some_guilds(limit=6)
     if not known:
         fail(
             f"Nothing is stored for guild {guild_id}: this database holds no guild yet (run the bot or "
@@ -205,9 +205,9 @@ async def context(guild_id: int, user_id: int, at: datetime | None) -> None:
     clock = FakeClock(at) if at else None
     async with open_app(settings.model_copy(update={"memory_wait_seconds": 600}), clock=clock) as app:
         await _require_guild(app, guild_id)
-        known = await app.memory.get_memories(guild_id, user_id, now=at)
+        known = await app.memory.recollection.context(guild_id, user_id, now=at)
         if not known:
-            last = await app.memory.last_message_at(guild_id, user_id)
+            last = await app.memory.admin.last_message_at(guild_id, user_id)
     if known:
         click.echo(known)
         return
@@ -240,9 +240,9 @@ async def recall(guild_id: int, channel_id: int | None, asker: int, at: datetime
     async with open_app(settings, clock=FakeClock(at) if at else None) as app:
         await _require_guild(app, guild_id)
         request = Request(guild_id, asker, question, channel_id=channel_id)
-        await app.memory.vectors_ready(guild_id)  # one question: worth waiting for the model and the index
+        await app.memory.recollection.vectors_ready(guild_id)  # one question: worth waiting for the model and the index
         memory, _ = await app.responder.recall_memory(request)
-        waiting = await app.memory.unembedded_count()
+        waiting = await app.memory.admin.unembedded_count()
     click.echo(memory or "(nothing found)")
     if waiting:
         click.echo(
@@ -263,14 +263,14 @@ async def embed() -> None:
 
     await _migrate(settings)
     async with open_app(settings) as app:
-        total = await app.memory.unembedded_count()
+        total = await app.memory.admin.unembedded_count()
         if app.memory.embedding is None:
             click.echo("No embedding model is configured (EMBEDDING_MODEL); recall uses words only.", err=True)
             raise click.exceptions.Exit(1)
         with tqdm(total=total, unit="msg", disable=not sys.stderr.isatty()) as bar:
             app.memory.embedding.start()
             done = 0
-            while (left := await app.memory.unembedded_count()) > 0:
+            while (left := await app.memory.admin.unembedded_count()) > 0:
                 bar.update(total - left - done)
                 done = total - left
                 await asyncio.sleep(1)
@@ -369,7 +369,7 @@ async def stats(guild_id: int) -> None:
     await _migrate(settings)
     async with open_app(settings) as app:
         await _require_guild(app, guild_id)
-        figures = await app.memory.stats(guild_id)
+        figures = await app.memory.admin.stats(guild_id)
     for name, value in figures.items():
         click.echo(f"{name.replace('_', ' '):24} {value:,}")
 
@@ -422,8 +422,8 @@ async def _purge_question(
     await _migrate(settings)
     async with open_app(settings) as app:
         await _require_guild(app, guild_id)
-        counts = await app.memory.deletion_preview(guild_id, user_id=user_id, channel_id=channel_id, before=before)
-        names = await app.memory.display_names(guild_id, {user_id}) if user_id is not None else {}
+        counts = await app.memory.admin.deletion_preview(guild_id, user_id=user_id, channel_id=channel_id, before=before)
+        names = await app.memory.directory.display_names(guild_id, {user_id}) if user_id is not None else {}
     target = _purge_target(user_id, channel_id, before, names.get(user_id or 0))
     if not any(counts.values()):
         click.echo(f"Nothing to delete: guild {guild_id} keeps nothing of {target}.")
@@ -440,7 +440,7 @@ async def _purge(*, guild_id: int, user_id: int | None, channel_id: int | None, 
     await _migrate(settings)
     async with open_app(settings) as app:
         await _require_guild(app, guild_id)
-        counts = await app.memory.purge(guild_id, user_id=user_id, channel_id=channel_id, before=before)
+        counts = await app.memory.admin.purge(guild_id, user_id=user_id, channel_id=channel_id, before=before)
     click.echo(f"Deleted: {rows_in_words(counts)}.")
 
 
@@ -456,7 +456,7 @@ async def export(guild_id: int, user_id: int) -> None:
     await _migrate(settings)
     async with open_app(settings) as app:
         await _require_guild(app, guild_id)
-        click.echo(await app.memory.export(guild_id, user_id), nl=False)
+        click.echo(await app.memory.admin.export(guild_id, user_id), nl=False)
 
 
 def _token(settings: Settings, command: str) -> str:

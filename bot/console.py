@@ -104,7 +104,7 @@ class Console:
             self.say(f"(it is now {self.clock.now():%A %Y-%m-%d %H:%M} UTC)")
         elif name == "context" and arg:
             await self.app.memory.flush()
-            known = await self.app.memory.describe(GUILD, member_id(arg.lstrip("@")), patient=True)
+            known = await self.app.memory.recollection.describe(GUILD, member_id(arg.lstrip("@")), patient=True)
             self.say(known or f"(nothing is known about {arg} yet)")
         elif name == "stats":
             await self._stats()
@@ -125,7 +125,7 @@ class Console:
         )
         kind = Kind.COMMAND if addressed is not None and is_command(addressed) else Kind.SPEECH
         message = self._line(author, self.speaker, content, replied, kind)
-        await self.app.memory.ingest_message(message)
+        await self.app.memory.intake.message(message)
         self.say(f"[{len(self.lines)}] {self.speaker}: {text}")
         if addressed is None:
             return
@@ -152,7 +152,7 @@ class Console:
             text = f"Sorry, I couldn't think that through just now ({type(exc).__name__})."
         reply = self._line(BOT_ID, self.settings.bot_name, text, message, Kind.BOT)
         if answer is not None:
-            await self.app.memory.record_reply(reply, members=answer.members, messages=answer.quoted)
+            await self.app.memory.intake.reply(reply, members=answer.members, messages=answer.quoted)
         self.say(f"[{len(self.lines)}] {self.settings.bot_name}: {text}")
 
     def _mention(self, name: str) -> str:
@@ -179,7 +179,7 @@ class Console:
         return message
 
     async def _stats(self) -> None:
-        figures = await self.app.memory.stats(GUILD)
+        figures = await self.app.memory.admin.stats(GUILD)
         mode = "offline provider" if self.app.llm.is_offline else "Gemini"
         self.say(
             f"(messages {figures['messages']}, people with facts {figures['members_with_facts']}, daily summaries "
@@ -207,7 +207,7 @@ async def run_console(
     async with open_app(settings, clock=clock, background=True) as app:
         console = Console(app, settings, clock, out)
         for name in ("alice", "bob"):
-            app.memory.note_name(GUILD, member_id(name), name, name)
+            app.memory.directory.note_name(GUILD, member_id(name), name, name)
         if interactive:
             mode = "offline provider (no GEMINI_API_KEY)" if app.llm.is_offline else "Gemini"
             console.say(f"Elefant console — a simulated guild, {mode}, database {settings.database_url}.")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
-from bot.memory.recall import query_terms
+from bot.memory.recall.question import words_of
 from bot.text import MENTION
 
 
@@ -116,7 +116,7 @@ _QUESTION = re.compile(
 def asks(text: str) -> bool:
     """Whether text addressed to the bot is a question with something to search for (offline: recall)."""
     plain = MENTION.sub(" ", text).strip()
-    return bool(query_terms(plain)) and (plain.endswith("?") or bool(_QUESTION.match(plain)))
+    return bool(words_of(plain)) and (plain.endswith("?") or bool(_QUESTION.match(plain)))
 
 
 def is_command(text: str) -> bool:
@@ -135,7 +135,7 @@ async def fast_route(request: Request, names: NameResolver) -> Decision | None:
     if match := _ABOUT.match(text):
         subject = await _subject_from_name(request, match.group("who"), names)
         return Decision(Route.ABOUT, subject.subject_id, None, subject.candidates, subject.unknown_name)
-    searchable = bool(query_terms(MENTION.sub(" ", text)))  # "what did I say?" is about the chat at hand
+    searchable = bool(words_of(MENTION.sub(" ", text)))  # "what did I say?" is about the chat at hand
     if _RECALL_LEAD.match(text):  # before "remember …": "do you remember when" is a question, not a fact
         return Decision(Route.RECALL if searchable else Route.CHAT)
     for route, pattern in ((Route.REMEMBER, _REMEMBER), (Route.FORGET, _FORGET)):

@@ -59,7 +59,7 @@ class _Elefant:
         from bot.cogs.replies import on_app_command_error
 
         bot: Any = self
-        await bot.add_cog(Listener(bot))
+        await bot.add_cog(Listener(bot, self.memory.intake, self.memory.recollection))
         await bot.add_cog(MemoryCommands(bot))
         await bot.add_cog(AdminCommands(bot))
         self.tree.on_error = on_app_command_error  # type: ignore[method-assign]

@@ -186,7 +186,7 @@ async def import_file(
         guild_id, channel = head.guild.id, head.channel
         thread = channel.type in THREADS
         is_private = private or channel.type == PRIVATE_THREAD
-        await memory.observe_channel(
+        await memory.intake.channel(
             guild_id,
             channel.id,
             # A file cannot say that a channel is public: without --private, what is known already stays.
@@ -195,14 +195,14 @@ async def import_file(
             channel_type=channel.type,
         )
         await memory.flush()  # what was pending before (an earlier stop's spill) is not this file's to count
-        before = memory.stored_so_far()
+        before = memory.intake.stored_so_far()
         log.info("importing %s: %d messages", path.name, tracking.total)
         handed = opted_out = 0
         with tqdm(total=staged.total, desc=path.name, unit="msg", disable=not progress, leave=False) as bar:
             for chunk in _staged_rows(staged.rows):
                 for index, message_id, author_id, name, username, text, at, edited, reply, mentions, command in chunk:
                     tracking.done = index  # every earlier message is queued or skipped; a cancel lands on this one
-                    queued = await memory.ingest_message(
+                    queued = await memory.intake.message(
                         IncomingMessage(
                             guild_id=guild_id,
                             channel_id=channel.id,
@@ -226,9 +226,9 @@ async def import_file(
                 bar.update(tracking.done - bar.n)
                 await asyncio.sleep(0)  # the writer and a stop get their turn
         tracking.done = tracking.total
-        await memory.optimize()  # stored (flushed), and the query planner knows the guild's new size
-        await memory.names_stored(guild_id)  # a running bot reads the guild's names again, new members included
-    counts = memory.stored_so_far() - before
+        await memory.admin.optimize()  # stored (flushed), and the query planner knows the guild's new size
+        await memory.intake.names_stored(guild_id)  # a running bot reads the guild's names again, new members included
+    counts = memory.intake.stored_so_far() - before
     return ImportResult(
         path,
         head.guild.name,

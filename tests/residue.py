@@ -128,7 +128,7 @@ async def residue(
     """Everything of `words` (or of the member) still kept anywhere, after pending writes, scrubs and the file
     rewrite that deletions schedule (SQLITE_COMPACT_SECONDS later in production, at once here)."""
     await memory.flush()
-    await memory.compact_pending()
+    await memory.admin.compact_pending()
     return (
         await tables_with(memory, words, member, allowed)
         + files_with(memory, words)

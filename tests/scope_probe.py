@@ -66,11 +66,11 @@ async def build(engine: AsyncEngine, settings: Settings, *, vectors: bool = Fals
         embedder=SameVector() if vectors else None,
     )
     await memory.start()
-    await memory.observe_channel(GUILD, PRIV, is_private=True)
-    await memory.observe_channel(GUILD, PT, is_private=True, parent_id=PUB, channel_type="private_thread")
-    await memory.observe_channel(GUILD, PUBT, is_private=False, parent_id=PRIV, channel_type="public_thread")
-    await memory.observe_channel(GUILD, EX, is_private=False)
-    await memory.set_channel_mode(GUILD, EX, "exclude")
+    await memory.intake.channel(GUILD, PRIV, is_private=True)
+    await memory.intake.channel(GUILD, PT, is_private=True, parent_id=PUB, channel_type="private_thread")
+    await memory.intake.channel(GUILD, PUBT, is_private=False, parent_id=PRIV, channel_type="public_thread")
+    await memory.intake.channel(GUILD, EX, is_private=False)
+    await memory.admin.set_channel_mode(GUILD, EX, "exclude")
     for back in (2, 0):
         at = NOW - timedelta(days=back, hours=2)
         said = [
@@ -87,21 +87,21 @@ async def build(engine: AsyncEngine, settings: Settings, *, vectors: bool = Fals
         for i, (guild, channel, author, text, kind) in enumerate(said):
             name = {ALICE: "alice", BOB: "bob", CAROL: "carol"}[author]
             m = message(text, author=author, name=name, guild=guild, channel=channel, at=at + timedelta(minutes=i))
-            await memory.ingest_message(m.__class__(**{**_fields(m), "kind": kind}))
+            await memory.intake.message(m.__class__(**{**_fields(m), "kind": kind}))
         reply = message(
             f"botleak vault day {back}", author=2**60 + 1, name="Elefant", channel=PUB, at=at + timedelta(minutes=30)
         )
-        await memory.record_reply(reply, members=[ALICE])
+        await memory.intake.reply(reply, members=[ALICE])
     await memory.flush()
     if memory.embedding is not None:  # the vector path must have something to find
         await memory.embedding.idle()
         await memory.flush()
         for guild in (GUILD, OTHER_GUILD):  # questions search the index once it is built (they never wait for it)
-            assert await memory.vectors_ready(guild)
+            assert await memory.recollection.vectors_ready(guild)
     assert memory.summaries is not None
-    await memory.get_memories(OTHER_GUILD, ALICE)  # H's summaries and history of alice exist first …
+    await memory.recollection.context(OTHER_GUILD, ALICE)  # H's summaries and history of alice exist first …
     await memory.summaries.past_day(GUILD, (NOW - timedelta(days=2)).date())  # … then G's, with carol in them
-    await memory.opt_out(GUILD, CAROL, delete_stored=False)
+    await memory.admin.opt_out(GUILD, CAROL, delete_stored=False)
     return memory
 
 
@@ -113,19 +113,19 @@ async def probe(memory: MemoryManager) -> Findings:
     """Every read path a reader in G's public channel has, and what each shows."""
     found = Findings()
     for marker in SEARCHABLE:
-        for hit in await memory.recall(GUILD, f"{marker} vault", channel_id=PUB, limit=50):
+        for hit in await memory.recollection.recall(GUILD, f"{marker} vault", channel_id=PUB, limit=50):
             # A command to the bot is a message like any other to a search; only summaries must not hold it.
             text = hit.text.replace("commandleak", "") if hit.kind == "message" else hit.text
             found.add(f"recall {hit.kind}", text)
-    for hit in await memory.recall(GUILD, "kiwi", channel_id=PUB, limit=50):
+    for hit in await memory.recollection.recall(GUILD, "kiwi", channel_id=PUB, limit=50):
         found.visible |= "kiwi" in hit.text
     if memory.vectors is not None:  # meaning-only candidates: the newest messages of the guild
-        for hit in await memory.recall(GUILD, "something unrelated entirely", channel_id=PUB, limit=50):
+        for hit in await memory.recollection.recall(GUILD, "something unrelated entirely", channel_id=PUB, limit=50):
             found.add(f"vectors {hit.kind}", hit.text.replace("commandleak", "") if hit.kind == "message" else hit.text)
     for member in (ALICE, CAROL, BOB):
-        found.add("context", await memory.get_memories(GUILD, member, patient=True) or "")
-    found.add("export", await memory.export(GUILD, ALICE))
-    figures = await memory.stats(GUILD)
+        found.add("context", await memory.recollection.context(GUILD, member, patient=True) or "")
+    found.add("export", await memory.admin.export(GUILD, ALICE))
+    figures = await memory.admin.stats(GUILD)
     if figures["messages"] != 16 or figures["members_seen"] != 3:  # G holds 16 stored messages of 3 authors
         found.leaks.setdefault("stats", set()).add(f"{figures['messages']} messages")
     return found

@@ -13,7 +13,7 @@ from tests.factories import ALICE, GUILD, message
 
 async def test_open_app_wires_everything_and_drains_on_exit(settings, db_url):
     async with open_app(settings) as app:
-        await app.memory.ingest_message(message("hi", author=ALICE, name="Ana"))
+        await app.memory.intake.message(message("hi", author=ALICE, name="Ana"))
         answer = await app.responder.respond(Request(GUILD, ALICE, "remember that I'm vegetarian"))
         assert answer.text == "Got it. What I know about Ana now:\nAna is vegetarian."
         assert app.llm.is_offline

@@ -37,15 +37,15 @@ async def _seed() -> None:
     """Alice speaks twice in one channel and has a fact; Bob mentions her in another channel the next day."""
     async with open_app(load_settings()) as app:
         memory = app.memory
-        await memory.ingest_message(message("I bake bread on Sundays"), wait=True)
-        await memory.ingest_message(message("rye, mostly", at=T0 + timedelta(minutes=1)), wait=True)
-        await memory.ingest_message(
+        await memory.intake.message(message("I bake bread on Sundays"), wait=True)
+        await memory.intake.message(message("rye, mostly", at=T0 + timedelta(minutes=1)), wait=True)
+        await memory.intake.message(
             message(
                 f"<@{ALICE}> your bread was great", author=BOB, name="bob", channel=OTHER_CHANNEL, at=T0 + timedelta(1)
             ),
             wait=True,
         )
-        await memory.remember(GUILD, ALICE, "alice bakes bread", requested_by=ALICE)
+        await memory.facts.remember(GUILD, ALICE, "alice bakes bread", requested_by=ALICE)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from bot import collector
 from bot.app import open_app
 from bot.collector import NEVER, collect_between_replies
 from bot.lifecycle import running
-from bot.memory.embedding import Replies
+from bot.memory.recall.embedding import Replies
 
 pytestmark = pytest.mark.skipif(not collector.wanted(), reason="Python 3.14+ keeps CPython's incremental collector")
 

@@ -130,10 +130,10 @@ async def test_name_directory_on_the_database(engine, settings):
 
     manager = MemoryManager(engine, settings)
     await manager.start()
-    await manager.ingest_message(message("hi", author=BOB, name="Bob"))
-    await manager.ingest_message(message("hi", author=CAROL, name="Carol"))
-    await manager.ingest_message(message("hi", author=CAROL2, name="carol"))
-    await manager.ingest_message(message("hi", author=ALICE, name="Ana", guild=GUILD + 1))
+    await manager.intake.message(message("hi", author=BOB, name="Bob"))
+    await manager.intake.message(message("hi", author=CAROL, name="Carol"))
+    await manager.intake.message(message("hi", author=CAROL2, name="carol"))
+    await manager.intake.message(message("hi", author=ALICE, name="Ana", guild=GUILD + 1))
     await manager.close()
     names = NameDirectory(create_session_factory(engine))
     assert await names.resolve(GUILD, "BOB") == [BOB]
@@ -260,10 +260,10 @@ async def test_only_deletions_of_names_make_a_guilds_names_be_read_again(engine,
     manager = MemoryManager(engine, settings)
     await manager.start()
     try:
-        await manager.ingest_message(message("hi", author=BOB, name="Bob"))
-        await manager.ingest_message(message("hi", author=CAROL, name="Carol"))
+        await manager.intake.message(message("hi", author=BOB, name="Bob"))
+        await manager.intake.message(message("hi", author=CAROL, name="Carol"))
         await manager.flush()
-        assert await manager.resolve(GUILD, "bob") == [BOB]
+        assert await manager.directory.resolve(GUILD, "bob") == [BOB]
         reads: list[str] = []
 
         def count(conn, cursor, statement, *args):
@@ -272,12 +272,12 @@ async def test_only_deletions_of_names_make_a_guilds_names_be_read_again(engine,
 
         event.listen(engine.sync_engine, "before_cursor_execute", count)
         try:
-            await manager.purge_channel(GUILD, 999)
-            manager._invalidate(GUILD, None, "purge_before", messages_gone=True)  # another process's purge
-            assert await manager.resolve(GUILD, "carol") == [CAROL]
+            await manager.admin.purge_channel(GUILD, 999)
+            manager.changes.invalidate(GUILD, None, "purge_before", messages_gone=True)  # another process's purge
+            assert await manager.directory.resolve(GUILD, "carol") == [CAROL]
             assert reads == []
-            await manager.forget_member(GUILD, BOB)
-            assert await manager.resolve(GUILD, "bob") == []
+            await manager.admin.forget_member(GUILD, BOB)
+            assert await manager.directory.resolve(GUILD, "bob") == []
             assert len(reads) == 2  # counted and read again
         finally:
             event.remove(engine.sync_engine, "before_cursor_execute", count)
@@ -336,14 +336,14 @@ async def test_an_import_by_another_process_shows_its_members_names_to_a_running
     await running.start()
     await importing.start()
     try:
-        assert await running.resolve(GUILD_ID, "ana") == []  # the book is read, without her
+        assert await running.directory.resolve(GUILD_ID, "ana") == []  # the book is read, without her
         path = write_export(tmp_path / "general.json", 20)
         await import_file(importing, path, include_bots=False, progress=False)
         for _ in range(40):  # the feed polls twice a second (NOTIFY is faster on PostgreSQL)
-            if await running.resolve(GUILD_ID, "ana"):
+            if await running.directory.resolve(GUILD_ID, "ana"):
                 break
             await asyncio.sleep(0.05)
-        assert await running.resolve(GUILD_ID, "ana") == [AUTHORS[0][0]]
+        assert await running.directory.resolve(GUILD_ID, "ana") == [AUTHORS[0][0]]
     finally:
         await importing.close()
         await running.close()
@@ -355,10 +355,10 @@ async def test_an_opted_out_members_new_name_is_not_stored(engine, settings):
     manager = MemoryManager(engine, settings)
     await manager.start()
     try:
-        await manager.ingest_message(message("hi", author=BOB, name="Bob"))
-        await manager.opt_out(GUILD, BOB, delete_stored=True)
-        await manager.note_member(GUILD, BOB, "Bobby", "bobby")
-        assert await manager.resolve_all(GUILD, ["bob", "bobby"]) == {"bob": [], "bobby": []}
+        await manager.intake.message(message("hi", author=BOB, name="Bob"))
+        await manager.admin.opt_out(GUILD, BOB, delete_stored=True)
+        await manager.intake.member(GUILD, BOB, "Bobby", "bobby")
+        assert await manager.directory.resolve_all(GUILD, ["bob", "bobby"]) == {"bob": [], "bobby": []}
         async with manager.sessions() as session:
             assert (await session.execute(sql("SELECT count(*) FROM member_names"))).scalar() == 0
     finally:

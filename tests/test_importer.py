@@ -93,7 +93,7 @@ async def test_an_export_saved_with_a_utf8_bom_is_imported(memory, tmp_path):
 
 
 async def test_messages_of_a_member_who_opted_out_are_skipped_and_counted(memory, tmp_path):
-    await memory.opt_out(GUILD_ID, AUTHORS[1][0], delete_stored=False)
+    await memory.admin.opt_out(GUILD_ID, AUTHORS[1][0], delete_stored=False)
     path = write_export(tmp_path / "general.json", 50)
     result = await import_file(memory, path, include_bots=False, progress=False)
     # bob wrote 20 of the 45 messages of people (odd ones; every 10th is a bot's): none is kept

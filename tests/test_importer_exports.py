@@ -84,10 +84,10 @@ async def texts(memory: MemoryManager) -> list[str]:
 async def everything_said_about(memory: MemoryManager, channel: int, query: str) -> str:
     """What a reader in `channel` can get about the guild: recall, every member's context, summaries, exports."""
     assert memory.summaries is not None
-    seen = [hit.text for hit in await memory.recall(GUILD.id, query, channel_id=channel, limit=50)]
+    seen = [hit.text for hit in await memory.recollection.recall(GUILD.id, query, channel_id=channel, limit=50)]
     for user in (ANA, BOB, CAROL):
-        seen.append(await memory.get_memories(GUILD.id, user.id) or "")
-        seen.append(await memory.export(GUILD.id, user.id))
+        seen.append(await memory.recollection.context(GUILD.id, user.id) or "")
+        seen.append(await memory.admin.export(GUILD.id, user.id))
     seen += (await memory.summaries.today(GUILD.id, NOW)).values()
     seen += (await memory.summaries.past_day(GUILD.id, YESTERDAY.date())).values()
     return "\n".join(seen)
@@ -119,7 +119,7 @@ async def test_a_private_thread_secret_never_reaches_its_public_parent(memory, t
     assert "kiwi" in public  # the reader does see the public channel: the checks below can fail
     assert "31-41-59" not in public and "combination" not in public
     # Inside the thread itself the secret is there to find: it was stored, just not shared.
-    inside = await memory.recall(GUILD.id, "vault combination", channel_id=VAULT.id)
+    inside = await memory.recollection.recall(GUILD.id, "vault combination", channel_id=VAULT.id)
     assert any("31-41-59" in hit.text for hit in inside)
 
 
@@ -219,9 +219,9 @@ async def test_system_notices_are_never_anyones_words(memory, tmp_path):
     assert memory.summaries is not None
     today = await memory.summaries.today(GUILD.id, NOW)
     assert set(today) == {ANA.id, BOB.id}  # carol only joined, pinned, called …: she said nothing
-    for text in [*today.values(), await memory.get_memories(GUILD.id, CAROL.id) or ""]:
+    for text in [*today.values(), await memory.recollection.context(GUILD.id, CAROL.id) or ""]:
         assert not any(fallback and fallback in text for fallback in fallbacks)
-    assert await memory.resolve(GUILD.id, "carol") == []  # nor is she known by a name from a notice
+    assert await memory.directory.resolve(GUILD.id, "carol") == []  # nor is she known by a name from a notice
 
 
 async def test_files_stickers_and_forwards_keep_their_words(memory, tmp_path):
@@ -257,7 +257,7 @@ async def test_files_stickers_and_forwards_keep_their_words(memory, tmp_path):
     async with memory.sessions() as session:
         forward = await session.get(ChatMessage, messages[2].id)
     assert forward is not None and forward.reply_to_id is None  # a forward is not a reply to that message
-    hits = await memory.recall(GUILD.id, "north gate", channel_id=GENERAL.id)
+    hits = await memory.recollection.recall(GUILD.id, "north gate", channel_id=GENERAL.id)
     assert [hit.user_id for hit in hits] == [CAROL.id]
 
 
@@ -358,8 +358,8 @@ async def test_the_real_command_line_imports_threads_and_skips_a_dm(db_url, memo
 async def test_an_import_without_private_does_not_make_a_known_private_channel_public(memory, tmp_path):
     # The live bot saw #staff hidden from @everyone; later an admin imports its history and forgets --private.
     # The file cannot say whether the channel is private, so it must not overrule what is known.
-    await memory.observe_channel(GUILD.id, STAFF.id, is_private=True)
-    await memory.ingest_message(
+    await memory.intake.channel(GUILD.id, STAFF.id, is_private=True)
+    await memory.intake.message(
         IncomingMessage(GUILD.id, STAFF.id, next(_ids), CAROL.id, "Carol", "staff pay rises are frozen", TODAY)
     )
     [staff] = writer(STAFF).write(tmp_path / "staff.json", [msg(CAROL, "staff bonus list is ready", at=YESTERDAY)])

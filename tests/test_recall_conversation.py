@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from bot import recalling
+from bot import past_questions
 from bot.conversation import Decision, Request, Route, fast_route
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
@@ -53,7 +53,7 @@ async def memory(engine, settings, llm):
         message("pizza tonight?", author=ALICE, name="Ana", at=T0 - timedelta(days=1)),
         message("exams are the worst", author=ALICE, name="Ana", at=T0 - timedelta(days=2)),
     ):
-        await memory.ingest_message(msg)
+        await memory.intake.message(msg)
     await memory.flush()
     memory.planted = old
     yield memory
@@ -126,12 +126,12 @@ async def test_a_paraphrased_question_finds_its_answer_offline(engine, settings,
             message("pizza tonight?", author=ALICE, name="Ana", at=T0 - timedelta(days=1)),
             message("the weather is lovely", author=ALICE, name="Ana", at=T0 - timedelta(days=2)),
         ):
-            await memory.ingest_message(msg)
+            await memory.intake.message(msg)
         await memory.flush()
         assert memory.embedding is not None
         await memory.embedding.idle()
         await memory.flush()
-        assert await memory.vectors_ready(GUILD)
+        assert await memory.recollection.vectors_ready(GUILD)
         responder = Responder(memory, router=None, chatter=lambda r, c: "unused", policy="anyone")
         received, _ = await responder.recall_memory(
             Request(GUILD, ALICE, "when are Bob's finals at school?", channel_id=CHANNEL)
@@ -142,23 +142,23 @@ async def test_a_paraphrased_question_finds_its_answer_offline(engine, settings,
 
 
 async def test_citations_name_every_author_and_render_mentions_without_pings(memory):
-    await memory.ingest_message(
+    await memory.intake.message(
         message(f"<@{ALICE}> the exam room moved to B12", author=BOB, name="Bob", at=T0 - timedelta(days=3))
     )
     await memory.flush()
-    hits = await memory.recall(GUILD, "exam", now=T0, limit=5)
+    hits = await memory.recollection.recall(GUILD, "exam", now=T0, limit=5)
     stranger = replace(hits[-1], user_id=2**60 + 7777)  # a member whose name was never stored
-    lines = await recalling.cite(memory, [*hits, stranger], T0)
+    lines = await past_questions.cite(memory, [*hits, stranger], T0)
     assert len(lines) == len(hits) + 1 and len(hits) >= 2 and not any("<@" in line for line in lines)
     assert any("— Bob: “Ana the exam room moved to B12”" in line for line in lines)
     assert lines[-1].split(" — ")[1].startswith(f"member {str(stranger.user_id)[-4:]}: “")
-    assert await recalling.cite(memory, [], T0) == []
+    assert await past_questions.cite(memory, [], T0) == []
 
 
 async def test_the_question_itself_is_never_its_own_answer(memory):
     """The asking message is stored before the reply and matches itself best: it is left out of what is cited."""
     asked = message("did anyone mention a chemistry exam?", author=ALICE, name="Ana", at=T0)
-    await memory.ingest_message(asked)
+    await memory.intake.message(asked)
     await memory.flush()
     responder = Responder(memory, router=None, chatter=memory.turns.chat, policy="anyone")
     request = Request(GUILD, ALICE, asked.content, channel_id=CHANNEL, message_id=asked.message_id)

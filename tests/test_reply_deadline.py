@@ -72,7 +72,7 @@ def ask(text: str) -> Request:
 async def seed(db_url: str, stub: GeminiStub) -> None:
     """Ana's facts and a message to recall, written while the model still works."""
     async with open_app(settings_for(db_url, stub.base_url)) as app:
-        await app.memory.ingest_message(message("planning the trip to Lisbon", author=ALICE, name="Ana"))
+        await app.memory.intake.message(message("planning the trip to Lisbon", author=ALICE, name="Ana"))
         await app.memory.flush()
         answer = await app.responder.respond(ask("remember that I like green tea"))
         assert answer.text.endswith(FACTS)
@@ -123,7 +123,7 @@ async def test_a_facts_change_outliving_the_deadline_finishes_and_is_reported(sq
             if not app.responder._late:
                 break
             await asyncio.sleep(0.05)
-        assert await app.memory.facts(GUILD, ALICE) == "Ana likes green tea. Ana plays chess."
+        assert await app.memory.facts.get(GUILD, ALICE) == "Ana likes green tea. Ana plays chess."
         later = await app.responder.respond_within(ask("what do you know about me?"), deadline=DEADLINE)
         assert later.text.startswith(
             "About your earlier message: Got it. What I know about Ana now:\nAna likes green tea. Ana plays chess."

@@ -22,7 +22,7 @@ async def memory(engine, settings, llm):
     memory.turns = ModelTurns(llm, memory, settings)
     await memory.start()
     for author, name in ((ALICE, "Ana"), (BOB, "Bob"), (CAROL, "Carol")):
-        await memory.ingest_message(message("hi", author=author, name=name))
+        await memory.intake.message(message("hi", author=author, name=name))
     await memory.flush()
     yield memory
     await memory.close()
@@ -39,13 +39,13 @@ def ask(text, author=ALICE, guild=GUILD, **kw):
 async def test_remember_in_first_person_is_stored_in_third_person(memory):
     answer = await responder(memory).respond(ask("remember that I like green tea"))
     assert answer.route is Route.REMEMBER and answer.change and answer.change.changed
-    assert await memory.facts(GUILD, ALICE) == "Ana likes green tea."
+    assert await memory.facts.get(GUILD, ALICE) == "Ana likes green tea."
     assert answer.text == "Got it. What I know about Ana now:\nAna likes green tea."
 
 
 async def test_remember_about_a_mention_renders_names_and_never_pings(memory):
     answer = await responder(memory).respond(ask(f"remember: <@{BOB}> is Sergey and owes <@!{CAROL}> a beer"))
-    assert await memory.facts(GUILD, BOB) == "Bob is Sergey and owes Carol a beer."
+    assert await memory.facts.get(GUILD, BOB) == "Bob is Sergey and owes Carol a beer."
     assert "<@" not in answer.text
 
 
@@ -53,13 +53,13 @@ async def test_remember_this_about_user_from_a_reply(memory):
     answer = await responder(memory).respond(
         ask(f"remember this about <@{BOB}>", reply_to_author_id=BOB, reply_to_text="I moved to Lisbon")
     )
-    assert await memory.facts(GUILD, BOB) == "Bob moved to Lisbon."
+    assert await memory.facts.get(GUILD, BOB) == "Bob moved to Lisbon."
     assert answer.route is Route.REMEMBER
 
 
 async def test_first_person_in_a_fact_about_someone_else_means_the_speaker(memory):
     await responder(memory).respond(ask(f"remember that <@{BOB}> helped me move"))
-    assert await memory.facts(GUILD, BOB) == "Bob helped Ana move."
+    assert await memory.facts.get(GUILD, BOB) == "Bob helped Ana move."
 
 
 async def test_what_do_you_know_about_me_name_and_mention(memory):
@@ -75,29 +75,29 @@ async def test_forget_found_and_not_found(memory):
     await r.respond(ask("remember that I like tea"))
     missing = await r.respond(ask("forget that I own a boat"))
     assert missing.text == "I had nothing like that about Ana, so nothing changed."
-    assert await memory.facts(GUILD, ALICE) == "Ana likes tea."
+    assert await memory.facts.get(GUILD, ALICE) == "Ana likes tea."
     found = await r.respond(ask("forget that I like tea"))
-    assert found.change and found.change.found and await memory.facts(GUILD, ALICE) is None
+    assert found.change and found.change.found and await memory.facts.get(GUILD, ALICE) is None
 
 
 async def test_unknown_and_ambiguous_names_ask_and_change_nothing(memory):
-    await memory.ingest_message(message("hi", author=CAROL + 1, name="carol"))
+    await memory.intake.message(message("hi", author=CAROL + 1, name="carol"))
     await memory.flush()
     r = responder(memory)
     unknown = await r.respond(ask("remember that Zed owns a boat"))
     assert "don't know anyone called Zed" in unknown.text
     ambiguous = await r.respond(ask("remember that Carol owns a boat"))
     assert "Several people" in ambiguous.text and "Mention the one you mean" in ambiguous.text
-    assert await memory.facts(GUILD, CAROL) is None
+    assert await memory.facts.get(GUILD, CAROL) is None
 
 
 async def test_self_and_admins_policy(memory):
     r = responder(memory, policy="self_and_admins")
     refused = await r.respond(ask("remember that Bob is Sergey"))
-    assert "Only the person themselves or an admin" in refused.text and await memory.facts(GUILD, BOB) is None
+    assert "Only the person themselves or an admin" in refused.text and await memory.facts.get(GUILD, BOB) is None
     await r.respond(ask("remember that Bob is Sergey"), is_admin=True)
     await r.respond(ask("remember that I like chess", author=BOB))
-    history = await memory.fact_history(GUILD, BOB)
+    history = await memory.facts.history(GUILD, BOB)
     assert [h.requested_by for h in history] == [BOB, ALICE]
 
 
@@ -123,10 +123,10 @@ async def test_everything_else_is_chat_with_the_authors_facts(memory, llm):
 async def test_the_llm_router_handles_other_languages(memory, llm):
     answer = await responder(memory).respond(ask("merk dir, dass ich gerne Tee trinke"))
     if llm.is_offline:
-        assert answer.route is Route.CHAT and await memory.facts(GUILD, ALICE) is None
+        assert answer.route is Route.CHAT and await memory.facts.get(GUILD, ALICE) is None
     else:
         # The stub merges verbatim; a real model writes it in the third person (the remember prompt asks).
-        assert answer.route is Route.REMEMBER and await memory.facts(GUILD, ALICE) == "ich gerne Tee trinke."
+        assert answer.route is Route.REMEMBER and await memory.facts.get(GUILD, ALICE) == "ich gerne Tee trinke."
 
 
 async def test_chat_sees_the_facts_of_people_mentioned(memory, llm):
@@ -140,22 +140,22 @@ async def test_chat_sees_the_facts_of_people_mentioned(memory, llm):
 
 
 async def test_member_rename_is_used_at_once(memory):
-    await memory.note_member(GUILD, BOB, "Sergey", "bob")
+    await memory.intake.member(GUILD, BOB, "Sergey", "bob")
     assert await memory.names.resolve(GUILD, "Sergey") == [BOB]
     assert await memory.names.name(GUILD, BOB) == "Sergey"
 
 
 async def test_forgetting_part_of_a_sentence_keeps_the_rest(memory):
-    await memory.remember(GUILD, ALICE, "Ana lives in Lisbon and likes green tea.", requested_by=ALICE)
+    await memory.facts.remember(GUILD, ALICE, "Ana lives in Lisbon and likes green tea.", requested_by=ALICE)
     responder = Responder(memory, router=None, chatter=lambda r, c: "ok", policy="anyone")
     answer = await responder.respond(Request(GUILD, ALICE, "forget that I live in Lisbon"))
     assert answer.change is not None and answer.change.found
-    assert await memory.facts(GUILD, ALICE) == "Ana likes green tea."
+    assert await memory.facts.get(GUILD, ALICE) == "Ana likes green tea."
 
 
 async def test_the_bots_own_mention_reads_as_its_name_in_the_chat_window(memory, llm, settings):
     bot = 2**60 + 4242  # no member: member_names does not know it
-    await memory.ingest_message(message(f"<@{bot}> what's the plan for <@{BOB}>?", author=ALICE, name="Ana"))
+    await memory.intake.message(message(f"<@{bot}> what's the plan for <@{BOB}>?", author=ALICE, name="Ana"))
     answer = await responder(memory).respond(ask("and after that?", channel_id=CHANNEL, bot_user_id=bot))
     if llm.is_offline:
         return  # offline, chat shows no window to a model
@@ -168,7 +168,7 @@ async def test_recall_searches_while_the_model_routes_once_and_stops_for_other_r
     """A routed message's search starts before the route is known; chat and questions use that one search,
     and a route that needs none (what-do-you-know) stops it."""
     events: list[str] = []
-    original, hold = memory.search, asyncio.Event()
+    original, hold = memory.recollection.search, asyncio.Event()
 
     async def search(*args, **kwargs):
         events.append("search")
@@ -187,7 +187,7 @@ async def test_recall_searches_while_the_model_routes_once_and_stops_for_other_r
             return Decision(Route.ABOUT, ALICE)
         return Decision(Route.RECALL if request.text.endswith("?") else Route.CHAT)
 
-    memory.search = search
+    memory.recollection.search = search
     r = await _with_bobs_lease(memory, router)
     chat = await r.respond(ask("my lease on the flat ends in june too", channel_id=CHANNEL))
     assert events == ["search", "routing"] and chat.route is Route.CHAT
@@ -206,7 +206,7 @@ async def test_a_chat_searches_light_and_a_question_that_did_not_read_as_one_is_
     question the model found in a message that did not read as one gets the whole search after routing, and a
     chat that read as a question keeps the whole search begun for it (one search, relevant hits told)."""
     searches: list[bool] = []
-    original = memory.search
+    original = memory.recollection.search
 
     async def search(*args, **kwargs):
         searches.append(kwargs.get("light", False))
@@ -215,7 +215,7 @@ async def test_a_chat_searches_light_and_a_question_that_did_not_read_as_one_is_
     async def router(request):
         return Decision(Route.RECALL if request.text.startswith("remind me") else Route.CHAT)
 
-    memory.search = search
+    memory.recollection.search = search
     r = await _with_bobs_lease(memory, router)
     chat = await r.respond(ask("my lease on the flat ends in june too", channel_id=CHANNEL))
     assert searches == [True] and "the lease on the flat ends in june" in chat.text
@@ -237,7 +237,7 @@ async def test_the_question_goes_to_the_encoder_before_the_router_builds_its_req
     most is not what this checks: a search held before that point is the test above.)"""
     monkeypatch.setattr("bot.responder.HAND_OFF_SECONDS", 5.0)
     events: list[str] = []
-    embed = memory._recall._embed_question
+    embed = memory.recall._embed_question
 
     async def embedding(*args, **kwargs):
         events.append("encoding")
@@ -247,7 +247,7 @@ async def test_the_question_goes_to_the_encoder_before_the_router_builds_its_req
         events.append("routing")  # at once: a real router's first step builds the request
         return Decision(Route.CHAT)
 
-    memory._recall._embed_question = embedding
+    memory.recall._embed_question = embedding
     r = Responder(memory, router=router, chatter=lambda request, known: _said(known), policy="anyone")
     await r.respond(ask("my lease on the flat ends in june too", channel_id=CHANNEL))
     assert events == ["encoding", "routing"]
@@ -255,7 +255,7 @@ async def test_the_question_goes_to_the_encoder_before_the_router_builds_its_req
 
 async def _with_bobs_lease(memory, router) -> Responder:
     """A responder with `router` and a chatter that says what it was given, after Bob said when his lease ends."""
-    await memory.ingest_message(message("the lease on the flat ends in june", author=BOB, name="Bob"))
+    await memory.intake.message(message("the lease on the flat ends in june", author=BOB, name="Bob"))
     await memory.flush()
     return Responder(memory, router=router, chatter=lambda request, known: _said(known), policy="anyone")
 

@@ -92,8 +92,8 @@ class AdminCommands(
     async def stats(self, interaction: discord.Interaction) -> None:
         assert interaction.guild_id is not None
         await interaction.response.defer(ephemeral=True, thinking=True)
-        figures = await self.memory.stats(interaction.guild_id)
-        await answer(interaction, stats_text(figures, self.memory.cache_reports()))
+        figures = await self.memory.admin.stats(interaction.guild_id)
+        await answer(interaction, stats_text(figures, self.memory.admin.cache_reports()))
 
     async def _confirm_purge(
         self, interaction: discord.Interaction, what: str, work: Callable[[], Awaitable[Counter[str]]]
@@ -116,7 +116,7 @@ class AdminCommands(
         await self._confirm_purge(
             interaction,
             f"everything about {user.display_name} in this server",
-            lambda: self.memory.forget_member(guild_id, user.id),
+            lambda: self.memory.admin.forget_member(guild_id, user.id),
         )
 
     @purge.command(name="channel", description="A channel's stored messages")
@@ -128,7 +128,7 @@ class AdminCommands(
         await self._confirm_purge(
             interaction,
             f"the stored messages of #{channel.name}",
-            lambda: self.memory.purge_channel(guild_id, channel.id),
+            lambda: self.memory.admin.purge_channel(guild_id, channel.id),
         )
 
     @purge.command(name="before", description="Every stored message before a date")
@@ -145,12 +145,12 @@ class AdminCommands(
                 "e.g. 2026-01-31. Nothing was deleted.",
             )
             return
-        zone = self.memory.zone(guild_id)
+        zone = self.memory.directory.zone(guild_id)
         cutoff, _ = day_bounds(cutoff_day, zone)
         await self._confirm_purge(
             interaction,
             f"every message before {cutoff_day} ({zone})",
-            lambda: self.memory.purge_before(guild_id, cutoff),
+            lambda: self.memory.admin.purge_before(guild_id, cutoff),
         )
 
     @purge.command(name="all", description="Everything kept about this server")
@@ -160,7 +160,7 @@ class AdminCommands(
         await self._confirm_purge(
             interaction,
             "everything I keep about this server (messages, facts, summaries, settings)",
-            lambda: self.memory.purge_guild(guild_id),
+            lambda: self.memory.admin.purge_guild(guild_id),
         )
 
     @app_commands.command(name="revert", description="Undo one change to a member's facts")
@@ -171,7 +171,7 @@ class AdminCommands(
         assert interaction.guild_id is not None
         await interaction.response.defer(ephemeral=True, thinking=True)  # Discord waits 3 s; the database may not
         try:
-            change = await self.memory.revert(interaction.guild_id, user.id, revision, requested_by=interaction.user.id)
+            change = await self.memory.facts.revert(interaction.guild_id, user.id, revision, requested_by=interaction.user.id)
         except RevisionNotFoundError:
             await answer(
                 interaction,
@@ -182,7 +182,7 @@ class AdminCommands(
         if not change.changed:
             await answer(interaction, f"Reverting #{revision} changes nothing: the facts are already like that.")
             return
-        now = await self.memory.render_mentions(interaction.guild_id, change.after, at=False)
+        now = await self.memory.directory.render_mentions(interaction.guild_id, change.after, at=False)
         await answer(
             interaction,
             f"Undid revision #{revision} (as revision #{change.revision_id}). "
@@ -198,7 +198,7 @@ class AdminCommands(
     ) -> None:
         assert interaction.guild_id is not None
         await interaction.response.defer(ephemeral=True, thinking=True)  # dropping summaries can take a while
-        dropped = await self.memory.set_channel_mode(interaction.guild_id, channel.id, mode)
+        dropped = await self.memory.admin.set_channel_mode(interaction.guild_id, channel.id, mode)
         note = f" Dropped {rows_in_words(dropped)} built under the old rule; rebuilt when needed." if dropped else ""
         await answer(interaction, f"#{channel.name} is now **{mode}**: {CHANNEL_MODES[mode]}.{note}")
 
@@ -206,7 +206,7 @@ class AdminCommands(
     @app_commands.describe(zone="An IANA name such as Europe/Berlin; leave empty to see the current one")
     async def timezone(self, interaction: discord.Interaction, zone: str | None = None) -> None:
         assert interaction.guild_id is not None
-        current = self.memory.zone(interaction.guild_id)
+        current = self.memory.directory.zone(interaction.guild_id)
         if zone is None:
             await answer(interaction, f"Days here begin at midnight in **{current}**.")
             return
@@ -219,7 +219,7 @@ class AdminCommands(
             )
             return
         await interaction.response.defer(ephemeral=True, thinking=True)
-        await self.memory.set_timezone(interaction.guild_id, zone)
+        await self.memory.admin.set_timezone(interaction.guild_id, zone)
         await answer(interaction, f"Days here now begin at midnight in **{ZoneInfo(zone).key}** (was {current}).")
 
     @timezone.autocomplete("zone")

@@ -13,6 +13,8 @@ from discord.ext import commands
 
 from bot.conversation import Request, address, is_command
 from bot.lifecycle import set_or_done, spawn
+from bot.memory.intake.face import Intake
+from bot.memory.recollection import Recollection
 from bot.memory.types import IncomingMessage, Kind
 from bot.responder import Answer
 from bot.sending import defuse, split_message
@@ -79,20 +81,21 @@ def channel_scope(channel: object, everyone: discord.Role) -> tuple[bool, int | 
 class Listener(commands.Cog):
     """Feeds memory from the gateway and answers people who talk to the bot."""
 
-    def __init__(self, bot: ElefantBot) -> None:
+    def __init__(self, bot: ElefantBot, intake: Intake, recollection: Recollection) -> None:
         self.bot = bot
+        self.intake = intake
+        self._recollection = recollection  # only to mark a reply under way
 
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:
         """Store every guild message people write; reply when addressed."""
         if message.guild is None:
             return  # direct messages are not stored
-        memory = self.bot.memory
         assert self.bot.user is not None
         if message.author.id == self.bot.user.id or message.is_system():
             return  # the bot stores its replies itself, with their sources; system notices are not speech
         private, parent_id, channel_type = channel_scope(message.channel, message.guild.default_role)
-        await memory.observe_channel(
+        await self.intake.channel(
             message.guild.id, message.channel.id, is_private=private, parent_id=parent_id, channel_type=channel_type
         )
         replied = _replied_message(message)
@@ -106,10 +109,10 @@ class Listener(commands.Cog):
         replying = text is not None and not message.author.bot
         # A reply is under way from here, before the message is stored: background embedding would otherwise take
         # the stored message (the question itself) and encode it beside the reply, on the CPU the reply needs.
-        async with memory.replies.under_way() if replying else contextlib.nullcontext():
+        async with self._recollection.under_way() if replying else contextlib.nullcontext():
             if content and (not message.author.bot or self.bot.settings.ingest_other_bots):
                 kind = Kind.COMMAND if text is not None and is_command(text) else Kind.SPEECH
-                await memory.ingest_message(incoming(message, kind=kind, content=content))
+                await self.intake.message(incoming(message, kind=kind, content=content))
             if replying:
                 assert text is not None
                 await self._answer(message, self._request(message, text, replied))
@@ -151,7 +154,7 @@ class Listener(commands.Cog):
         """Send a reply (split at Discord's limit) and store it with whose data it carries."""
         for sent in await self._send(message, text):
             if answer is not None:
-                await self.bot.memory.record_reply(
+                await self.intake.reply(
                     incoming(sent, kind=Kind.BOT, content=sent.content),
                     members=answer.members,
                     messages=answer.quoted,
@@ -175,7 +178,7 @@ class Listener(commands.Cog):
     async def on_member_update(self, before: discord.Member, after: discord.Member) -> None:
         """Keep member_names current when someone changes their nickname or name."""
         if (before.display_name, before.name) != (after.display_name, after.name):
-            await self.bot.memory.note_member(after.guild.id, after.id, after.display_name, after.name)
+            await self.intake.member(after.guild.id, after.id, after.display_name, after.name)
 
     @commands.Cog.listener()
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
@@ -184,19 +187,19 @@ class Listener(commands.Cog):
             return
         edited = payload.message
         if edited.edited_at is not None:
-            await self.bot.memory.ingest_edit(payload.message_id, speech_of(edited), edited.edited_at)
+            await self.intake.edit(payload.message_id, speech_of(edited), edited.edited_at)
 
     @commands.Cog.listener()
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
         """Deleted in Discord means deleted here."""
         if payload.guild_id is not None:
-            await self.bot.memory.ingest_delete([payload.message_id])
+            await self.intake.delete([payload.message_id])
 
     @commands.Cog.listener()
     async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
         """Bulk deletes (moderation purges) too."""
         if payload.guild_id is not None:
-            await self.bot.memory.ingest_delete(payload.message_ids)
+            await self.intake.delete(payload.message_ids)
 
 
 @contextlib.asynccontextmanager

@@ -52,12 +52,12 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         assert interaction.guild_id is not None
         subject = self_or_admin(interaction, user)
         await interaction.response.defer(ephemeral=True, thinking=True)
-        facts = await self.memory.facts(interaction.guild_id, subject.id)
-        context = await self.memory.describe(interaction.guild_id, subject.id, patient=True)
+        facts = await self.memory.facts.get(interaction.guild_id, subject.id)
+        context = await self.memory.recollection.describe(interaction.guild_id, subject.id, patient=True)
         if facts is None and context is None:
             await answer(interaction, f"I don't remember anything about {subject.display_name} here yet.")
             return
-        facts_text = await self.memory.render_mentions(interaction.guild_id, facts, at=False) if facts else None
+        facts_text = await self.memory.directory.render_mentions(interaction.guild_id, facts, at=False) if facts else None
         await answer(
             interaction,
             f"**Facts about {subject.display_name}**\n{facts_text or '*none*'}\n\n"
@@ -71,12 +71,12 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         assert interaction.guild_id is not None
         subject = self_or_admin(interaction, user)
         await interaction.response.defer(ephemeral=True, thinking=True)  # Discord waits 3 s; the database may not
-        revisions = await self.memory.fact_history(interaction.guild_id, subject.id, limit=REVISIONS_SHOWN)
+        revisions = await self.memory.facts.history(interaction.guild_id, subject.id, limit=REVISIONS_SHOWN)
         if not revisions:
             await answer(interaction, f"No facts about {subject.display_name} have been stored or changed here.")
             return
-        names = await self.memory.display_names(interaction.guild_id, {r.requested_by for r in revisions})
-        texts = [await self.memory.render_mentions(interaction.guild_id, r.new_blob, at=False) for r in revisions]
+        names = await self.memory.directory.display_names(interaction.guild_id, {r.requested_by for r in revisions})
+        texts = [await self.memory.directory.render_mentions(interaction.guild_id, r.new_blob, at=False) for r in revisions]
         header = f"**Changes to the facts about {subject.display_name}** (newest first)"
         await answer(interaction, "\n".join([header, *revision_lines(revisions, names, texts)]))
 
@@ -87,7 +87,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         assert interaction.guild_id is not None
         subject = self_or_admin(interaction, user)
         await interaction.response.defer(ephemeral=True, thinking=True)
-        text = await self.memory.export(interaction.guild_id, subject.id)
+        text = await self.memory.admin.export(interaction.guild_id, subject.id)
         await answer(
             interaction,
             f"Here is everything I keep about {subject.display_name} in this server.",
@@ -100,10 +100,10 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         assert interaction.guild_id is not None
         guild_id, user_id = interaction.guild_id, interaction.user.id
         await interaction.response.defer(ephemeral=True, thinking=True)
-        await self.memory.opt_out(guild_id, user_id, delete_stored=False)
+        await self.memory.admin.opt_out(guild_id, user_id, delete_stored=False)
 
         async def delete_stored() -> str:
-            counts = await self.memory.forget_member(guild_id, user_id)
+            counts = await self.memory.admin.forget_member(guild_id, user_id)
             return f"Deleted {rows_in_words(counts)}. I no longer store your messages here (/memory optin undoes that)."
 
         view = Confirm(
@@ -125,7 +125,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         """Reverses optout; nothing deleted comes back."""
         assert interaction.guild_id is not None
         await interaction.response.defer(ephemeral=True, thinking=True)
-        await self.memory.opt_in(interaction.guild_id, interaction.user.id)
+        await self.memory.admin.opt_in(interaction.guild_id, interaction.user.id)
         await answer(interaction, "Welcome back: I store your messages in this server again.")
 
     @app_commands.command(name="forget-me", description="Delete everything I keep about you in this server")
@@ -135,7 +135,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         guild_id, user_id = interaction.guild_id, interaction.user.id
 
         async def forget() -> str:
-            counts = await self.memory.forget_member(guild_id, user_id)
+            counts = await self.memory.admin.forget_member(guild_id, user_id)
             return (
                 f"Done. Deleted {rows_in_words(counts)}. New messages will be remembered again; "
                 "/memory optout stops that."

@@ -13,11 +13,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from bot.llm.budget import assemble, memory_sections
 from bot.llm.prompts import ChatLine
 from bot.llm.schemas import DailySummaries, ForgetResult, RouteDecision, UserSummary
 from bot.llm.tokens import estimate_tokens, sentences, trim_to_chars
 from bot.llm.types import Call, LLMResult
-from bot.llm.budget import assemble, memory_sections
 from bot.text import WORD, content_stems, remove_statement
 
 MODEL = "offline"

@@ -40,6 +40,13 @@ class _Counting:
         self.hits += 1
         return value
 
+    def lookup(self, key: Any) -> Any:
+        """`cache[key]` counted as a lookup, or None on a miss (for caches that never hold None)."""
+        try:
+            return self[key]
+        except KeyError:
+            return None
+
     def report(self) -> CacheReport:
         return CacheReport(self.hits, self.misses, len(self))  # type: ignore[arg-type]
 

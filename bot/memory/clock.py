@@ -5,6 +5,15 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+# Days 2–7 (yesterday and the five days before it) form a member's "last week" history; db/deletion.py
+# repeats the span as HISTORY_DAYS because db/ never imports from bot/.
+HISTORY_SPAN = 6
+
+
+def history_days(today: date) -> list[date]:
+    """Days 2–7 before `today`, oldest first: what a member's historical summary covers."""
+    return [today - timedelta(days=k) for k in range(HISTORY_SPAN, 0, -1)]
+
 
 class Clock:
     """The real clock (aware UTC)."""

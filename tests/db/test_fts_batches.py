@@ -93,33 +93,33 @@ def settings_for(tmp_path):
 
 async def test_batches_of_new_messages_are_indexed_once_and_counted(memory, sqlite_path):
     for i in range(2500):  # several batches, one of them partly filled
-        await memory.ingest_message(said(i, f"kiwi number {i} on the trail"), wait=True)
+        await memory.intake.message(said(i, f"kiwi number {i} on the trail"), wait=True)
     await memory.flush()
-    counts = memory.stored_so_far()
+    counts = memory.intake.stored_so_far()
     assert (counts.new, counts.known) == (2500, 0)
     assert index_differences(sqlite_path) == []
-    hits = await memory.recall(GUILD, "kiwi trail", channel_id=CHANNEL, limit=5)
+    hits = await memory.recollection.recall(GUILD, "kiwi trail", channel_id=CHANNEL, limit=5)
     assert hits, "the batch-indexed rows are found"
 
 
 async def test_replays_edits_and_deletes_within_and_across_batches_keep_the_index_exact(memory, sqlite_path):
     for i in range(300):
-        await memory.ingest_message(said(i, f"first words {i}", user=i % 7))
+        await memory.intake.message(said(i, f"first words {i}", user=i % 7))
     # Within one batch: the same message twice (a replay with a newer edit: the trigger path), an edit and a
     # delete of messages that arrived earlier in the same batch, and a replay that changes nothing.
-    await memory.ingest_message(said(300, "alpha before the edit", user=1))
-    await memory.ingest_message(said(300, "alpha after the edit", edited=301, user=1))
-    await memory.ingest_message(said(301, "bravo soon deleted"))
-    await memory.ingest_edit(said(0, "").message_id, "first words rewritten", T0 + timedelta(days=1))
-    await memory.ingest_delete([said(301, "").message_id, said(5, "").message_id])
-    await memory.ingest_message(said(7, "first words 7"))
+    await memory.intake.message(said(300, "alpha before the edit", user=1))
+    await memory.intake.message(said(300, "alpha after the edit", edited=301, user=1))
+    await memory.intake.message(said(301, "bravo soon deleted"))
+    await memory.intake.edit(said(0, "").message_id, "first words rewritten", T0 + timedelta(days=1))
+    await memory.intake.delete([said(301, "").message_id, said(5, "").message_id])
+    await memory.intake.message(said(7, "first words 7"))
     await memory.flush()
     # Across batches: replays of stored messages, one with a newer edit.
     for i in range(10, 20):
-        await memory.ingest_message(said(i, f"first words {i} edited", edited=1000 + i, user=i % 7))
-    await memory.ingest_message(said(21, "first words 21"))
+        await memory.intake.message(said(i, f"first words {i} edited", edited=1000 + i, user=i % 7))
+    await memory.intake.message(said(21, "first words 21"))
     await memory.flush()
-    counts = memory.stored_so_far()
+    counts = memory.intake.stored_so_far()
     # New: 0..300, and 301, which came and went; known: 300's replay, 7, 10..19 and 21.
     assert (counts.new, counts.known) == (302, 13)
     assert index_differences(sqlite_path) == []
@@ -145,14 +145,14 @@ async def test_other_writers_are_still_indexed_by_the_trigger(sqlite_path):
 
 async def test_a_refused_row_leaves_neither_the_switch_on_nor_the_index_wrong(memory, sqlite_path):
     for i in range(50):
-        await memory.ingest_message(said(i, f"before {i}"))
+        await memory.intake.message(said(i, f"before {i}"))
     # Past BIGINT: refused by the driver mid-batch, so the batch is halved until the row is alone.
-    await memory.ingest.put(IncomingMessage(GUILD, CHANNEL, 2**60 + 99, 2**64, "x", "poison", T0))
+    await memory.queue.put(IncomingMessage(GUILD, CHANNEL, 2**60 + 99, 2**64, "x", "poison", T0))
     for i in range(50, 100):
-        await memory.ingest_message(said(i, f"after {i}"))
-    await memory.ingest.put(MessageEdit(said(3, "").message_id, "before 3 changed", T0 + timedelta(days=2)))
-    await memory.ingest.put(MessageDelete((said(4, "").message_id,)))
+        await memory.intake.message(said(i, f"after {i}"))
+    await memory.queue.put(MessageEdit(said(3, "").message_id, "before 3 changed", T0 + timedelta(days=2)))
+    await memory.queue.put(MessageDelete((said(4, "").message_id,)))
     await memory.flush()
-    counts = memory.stored_so_far()
+    counts = memory.intake.stored_so_far()
     assert (counts.new, counts.dead_letters) == (100, 1)
     assert index_differences(sqlite_path) == []

@@ -65,8 +65,8 @@ async def seed(bot, alice, bob):
     for text in ("planning the trip to Lisbon", "bought the train tickets"):
         await dpytest.message(text, member=alice)
     await dpytest.message("I will bring the map", member=bob)
-    await bot.memory.remember(guild.id, alice.id, f"<@{alice.id}> likes green tea", requested_by=alice.id)
-    await bot.memory.remember(guild.id, bob.id, f"<@{bob.id}> is a pilot", requested_by=alice.id)
+    await bot.memory.facts.remember(guild.id, alice.id, f"<@{alice.id}> likes green tea", requested_by=alice.id)
+    await bot.memory.facts.remember(guild.id, bob.id, f"<@{bob.id}> is a pilot", requested_by=alice.id)
     await bot.memory.flush()
     return guild
 
@@ -109,7 +109,7 @@ async def test_members_without_manage_server_are_refused_and_nothing_changes(bot
     refusal = only(await slash.run(path, alice, **options))
     assert "Manage Server" in refusal.content and not refusal.buttons
     assert await count(bot, ChatMessage, guild_id=guild.id) == 3
-    assert bot.memory.zone(guild.id) == bot.settings.default_timezone
+    assert bot.memory.directory.zone(guild.id) == bot.settings.default_timezone
     assert bot.memory.channels.shared(guild.id, slash.channel.id)
     # The same command from an admin goes through (so the refusal above is the check, not a broken command).
     assert "Manage Server" not in only(await slash.run(path, bob, admin=True, **options)).content
@@ -124,7 +124,7 @@ async def test_show_history_and_export_on_yourself_are_private(bot, people, slas
     assert f"<@{alice.id}>" not in shown.content  # names, not pings
 
     history = only(await slash.run("memory history", alice))
-    revision = (await bot.memory.fact_history(guild.id, alice.id))[0]
+    revision = (await bot.memory.facts.history(guild.id, alice.id))[0]
     assert f"`#{revision.id}`" in history.content and f"asked by {alice.display_name}" in history.content
     assert f"{alice.display_name} likes green tea" in history.content
 
@@ -164,7 +164,7 @@ async def test_forget_me_asks_first_and_then_deletes_everything(bot, people, sla
     assert "2 messages" in done[-1].content and "1 facts entries" in done[-1].content
     async with bot.memory.sessions() as session:
         assert set((await remaining(session, guild.id, alice.id)).values()) == {0}
-    assert await bot.memory.get_memories(guild.id, alice.id) is None  # no cache kept it
+    assert await bot.memory.recollection.context(guild.id, alice.id) is None  # no cache kept it
     assert await count(bot, UserFacts, user_id=bob.id) == 1  # bob's facts are bob's
 
 
@@ -180,7 +180,7 @@ async def test_optout_stops_storing_and_offers_deletion_optin_resumes(bot, peopl
     deleted = await slash.click(offer, "Delete what you kept", alice)
     assert "2 messages" in deleted[-1].content
     assert await count(bot, ChatMessage, user_id=alice.id) == 0
-    assert await bot.memory.facts(guild.id, alice.id) is None
+    assert await bot.memory.facts.get(guild.id, alice.id) is None
 
     assert "again" in only(await slash.run("memory optin", alice)).content
     await dpytest.message("back again", member=alice)
@@ -220,12 +220,12 @@ async def test_admin_purges_ask_first_and_report_rows(bot, people, slash):
 async def test_revert_undoes_a_revision_and_explains_a_wrong_number(bot, people, slash):
     alice, bob = people
     guild = await seed(bot, alice, bob)
-    change = await bot.memory.remember(guild.id, bob.id, "Bob flies gliders", requested_by=alice.id)
+    change = await bot.memory.facts.remember(guild.id, bob.id, "Bob flies gliders", requested_by=alice.id)
     wrong = only(await slash.run("memory-admin revert", alice, admin=True, user=bob, revision=999_999))
     assert "no revision #999999" in wrong.content
     done = only(await slash.run("memory-admin revert", alice, admin=True, user=bob, revision=change.revision_id))
     assert f"Undid revision #{change.revision_id}" in done.content and "gliders" not in done.content
-    facts = await bot.memory.facts(guild.id, bob.id)
+    facts = await bot.memory.facts.get(guild.id, bob.id)
     assert facts is not None and "pilot" in facts and "gliders" not in facts
 
 
@@ -238,14 +238,14 @@ async def test_channel_scope_timezone_and_stats(bot, people, slash):
     assert bot.memory.channels.shared(guild.id, slash.channel.id)
 
     unknown = only(await slash.run("memory-admin timezone", bob, admin=True, zone="Mars/Olympus"))
-    assert "not a time zone I know" in unknown.content and bot.memory.zone(guild.id) == "UTC"
+    assert "not a time zone I know" in unknown.content and bot.memory.directory.zone(guild.id) == "UTC"
     assert "Asia/Tokyo" in only(await slash.run("memory-admin timezone", bob, admin=True, zone="Asia/Tokyo")).content
-    assert bot.memory.zone(guild.id) == "Asia/Tokyo"
+    assert bot.memory.directory.zone(guild.id) == "Asia/Tokyo"
     choices = await slash.autocomplete("memory-admin timezone", bob, "zone", zone="berl")
     assert [c["value"] for c in choices] == ["Europe/Berlin"]
 
-    await bot.memory.get_memories(guild.id, alice.id)
-    await bot.memory.get_memories(guild.id, alice.id)
+    await bot.memory.recollection.context(guild.id, alice.id)
+    await bot.memory.recollection.context(guild.id, alice.id)
     stats = only(await slash.run("memory-admin stats", bob, admin=True)).content
     assert "Messages stored: 3 from 2 members; facts about 2 members" in stats
     assert "merged context 50% of 2" in stats and "Database size" in stats

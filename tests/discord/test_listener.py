@@ -160,7 +160,7 @@ async def test_replies_go_on_while_storage_is_stuck_and_everything_is_stored_aft
             slowest = max(slowest, time.perf_counter() - began)
             if i % 10 == 0:
                 assert f"echo {i} please" in dpytest.get_message().content  # answered while storage is stuck
-        assert memory.ingest.stats.overflowed > 0
+        assert memory.queue.stats.overflowed > 0
     await asyncio.wait_for(memory.flush(), 60)
     texts = await stored_texts(engine)
     await dpytest.empty_queue()

@@ -47,7 +47,7 @@ async def test_staff_channel_secret_stays_in_the_staff_channel(bot, llm):
     await dpytest.message(f"<@{bot.user.id}> what's new with me?", channel=general, member=alice)
     public_reply = dpytest.get_message()
     assert "4242" not in public_reply.content
-    context = await bot.memory.get_memories(general.guild.id, alice.id)
+    context = await bot.memory.recollection.context(general.guild.id, alice.id)
     assert context is None or "4242" not in context
     assert bot.memory.summaries is not None
     today = await bot.memory.summaries.today(general.guild.id, bot.memory.clock.now())

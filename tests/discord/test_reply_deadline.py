@@ -65,7 +65,7 @@ async def test_a_hanging_model_gets_a_reply_in_time_and_the_change_as_a_follow_u
     alice = dpytest.get_config().members[0]
     guild = dpytest.get_config().guilds[0]
     name = alice.display_name
-    await bot.memory.remember(guild.id, alice.id, f"{name} likes green tea", requested_by=alice.id)
+    await bot.memory.facts.remember(guild.id, alice.id, f"{name} likes green tea", requested_by=alice.id)
     stub.responder = lambda request: hang()
 
     started = time.perf_counter()
@@ -78,7 +78,7 @@ async def test_a_hanging_model_gets_a_reply_in_time_and_the_change_as_a_follow_u
 
     follow_up = await next_message(within=5)
     assert follow_up.content == f"Got it. What I know about {name} now:\n{name} likes green tea. {name} plays chess."
-    assert await bot.memory.facts(guild.id, alice.id) == f"{name} likes green tea. {name} plays chess."
+    assert await bot.memory.facts.get(guild.id, alice.id) == f"{name} likes green tea. {name} plays chess."
 
 
 async def test_the_typing_indicator_never_holds_or_breaks_the_reply(bot, monkeypatch):

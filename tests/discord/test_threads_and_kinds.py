@@ -65,11 +65,11 @@ async def seen_from(bot: ElefantBot, channel: discord.TextChannel, query: str) -
     guild = channel.guild
     assert memory.summaries is not None
     await memory.flush()  # ingestion is write-behind: what was just said is stored first
-    seen = [hit.text for hit in await memory.recall(guild.id, query, channel_id=channel.id, limit=50)]
+    seen = [hit.text for hit in await memory.recollection.recall(guild.id, query, channel_id=channel.id, limit=50)]
     for member in dpytest.get_config().members:
-        seen.append(await memory.get_memories(guild.id, member.id) or "")
-        seen.append(await memory.export(guild.id, member.id))
-    seen += (await memory.summaries.today(guild.id, memory.now())).values()
+        seen.append(await memory.recollection.context(guild.id, member.id) or "")
+        seen.append(await memory.admin.export(guild.id, member.id))
+    seen += (await memory.summaries.today(guild.id, memory.directory.now())).values()
     return "\n".join(seen)
 
 
@@ -98,7 +98,7 @@ async def test_a_private_thread_of_a_public_channel_stays_in_the_thread(bot):
     await say(general, bob, f"<@{bot.user.id}> do you remember the vault combination?")
     answer = dpytest.get_message()
     assert "31-41-59" not in answer.content
-    inside = await bot.memory.recall(general.guild.id, "vault combination", channel_id=vault.id)
+    inside = await bot.memory.recollection.recall(general.guild.id, "vault combination", channel_id=vault.id)
     assert any("31-41-59" in hit.text for hit in inside)  # stored, and found where it was said
 
 
@@ -139,7 +139,7 @@ async def test_system_messages_are_not_stored_at_all(bot):
     await say(general, alice, "real words last")
     assert [text for _, text, _ in await rows(bot)] == ["real words first", "real words last"]
     assert bot.memory.summaries is not None
-    assert set(await bot.memory.summaries.today(general.guild.id, bot.memory.now())) == {alice.id}
+    assert set(await bot.memory.summaries.today(general.guild.id, bot.memory.directory.now())) == {alice.id}
 
 
 async def test_files_stickers_and_forwards_are_stored_with_their_words(bot):

@@ -102,7 +102,7 @@ async def test_vectors_of_another_dimension_are_never_compared(engine, embedding
         await memory.embedding.idle()  # the stored message without a vector of this model and dimension
         await memory.flush()
         if dimensions == 256 and len(made) == 1:
-            await memory.ingest_message(message("the same text", author=ALICE))
+            await memory.intake.message(message("the same text", author=ALICE))
             await memory.flush()
             await memory.embedding.idle()
             await memory.flush()
@@ -120,11 +120,11 @@ async def test_facts_prompts_state_the_guilds_own_time_zone(engine, settings, st
     memory = MemoryManager(engine, settings, llm=llm, clock=clock)
     await memory.start()
     try:
-        await memory.ingest_message(message("hi", author=ALICE, name="Ana"))
+        await memory.intake.message(message("hi", author=ALICE, name="Ana"))
         await memory.flush()
-        await memory.set_timezone(GUILD, "Asia/Tokyo")
+        await memory.admin.set_timezone(GUILD, "Asia/Tokyo")
         stub.responder = lambda request: text("Ana likes tea.")
-        await memory.remember(GUILD, ALICE, "Ana likes tea", requested_by=ALICE)
+        await memory.facts.remember(GUILD, ALICE, "Ana likes tea", requested_by=ALICE)
     finally:
         await memory.close()
         await llm.close()

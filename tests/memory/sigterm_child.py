@@ -26,12 +26,12 @@ async def main(url: str) -> None:
         msg = IncomingMessage(
             2**60, 2**60 + 1, base + i, 2**60 + 2 + i % 40, f"u{i % 40}", f"burst {i}", datetime.now(UTC)
         )
-        await manager.ingest_message(msg)
+        await manager.intake.message(msg)
         sys.stdout.write(f"{msg.message_id}\n")
         i += 1
         if i % 200 == 0:
             await asyncio.sleep(0)  # let the signal handler and the writer run, as the gateway would
-    print(f"PENDING {manager.ingest.pending}", file=sys.stderr, flush=True)
+    print(f"PENDING {manager.queue.pending}", file=sys.stderr, flush=True)
     await manager.close()
     await engine.dispose()
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.llm.tokens import estimate_tokens
 from bot.llm.budget import Section, assemble
+from bot.llm.tokens import estimate_tokens
 
 words = st.text(alphabet=st.sampled_from("abcdefghij klmno. "), min_size=0, max_size=3000)
 

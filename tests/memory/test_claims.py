@@ -79,8 +79,8 @@ async def managers(pg, stub):
 async def say(memory: MemoryManager, days_back: list[int]) -> None:
     for back in days_back:
         at = NOON.replace(hour=9) - timedelta(days=back)
-        await memory.ingest_message(message(f"Ana on day -{back}", name="Ana", at=at))
-        await memory.ingest_message(message(f"Bob on day -{back}", author=BOB, name="Bob", at=at))
+        await memory.intake.message(message(f"Ana on day -{back}", name="Ana", at=at))
+        await memory.intake.message(message(f"Bob on day -{back}", author=BOB, name="Bob", at=at))
     await memory.flush()
 
 

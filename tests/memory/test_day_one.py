@@ -71,19 +71,19 @@ async def a_week(memory: MemoryManager) -> None:
     """Ana and Bob talk every day of the week before today, and this morning."""
     for back in range(7):
         at = NOON.replace(hour=9) - timedelta(days=back)
-        await memory.ingest_message(message(f"Ana's news {back} days ago: the kiln fired", at=at, name="Ana"))
-        await memory.ingest_message(message(f"Bob's news {back} days ago", author=BOB, name="Bob", at=at))
+        await memory.intake.message(message(f"Ana's news {back} days ago: the kiln fired", at=at, name="Ana"))
+        await memory.intake.message(message(f"Bob's news {back} days ago", author=BOB, name="Bob", at=at))
     await memory.flush()
 
 
 async def test_day_one_answers_within_the_guard_with_facts_and_extract_then_improves(make, stub):
     memory = await make(memory_wait_seconds=0.5)
     await a_week(memory)
-    await memory.remember(GUILD, ALICE, "Ana is a potter", requested_by=ALICE)
+    await memory.facts.remember(GUILD, ALICE, "Ana is a potter", requested_by=ALICE)
     stub.latency = 3.0  # nothing is summarised and the model is slow: the guard must answer
 
     started = time.perf_counter()
-    first = await memory.get_memories(GUILD, ALICE)
+    first = await memory.recollection.context(GUILD, ALICE)
     waited = time.perf_counter() - started
     assert waited < 0.5 + 1.0  # the guard, plus a little for a loaded machine
     assert first is not None and first.startswith("Facts: Ana is a potter.")
@@ -95,7 +95,7 @@ async def test_day_one_answers_within_the_guard_with_facts_and_extract_then_impr
     assert memory.scheduler is not None
     await memory.scheduler.catch_up()
     memory.settings.memory_wait_seconds = 10
-    later = await memory.get_memories(GUILD, ALICE)
+    later = await memory.recollection.context(GUILD, ALICE)
     assert later is not None and later.startswith("MERGED") and "history=[History: " in later  # ... and it improves
 
 
@@ -104,7 +104,7 @@ async def test_past_days_of_one_context_are_built_side_by_side(make, stub):
     await a_week(memory)
     stub.latency = 1.5  # long beside the scheduling noise of a loaded machine
     recording: Recording = stub.responder  # type: ignore[assignment]
-    assert await memory.get_memories(GUILD, ALICE)
+    assert await memory.recollection.context(GUILD, ALICE)
     daily = sorted(recording.times("daily"))
     assert len(daily) == 7  # today and the six days before
     # Four past days (and today's batch) reach the model before the first of them has answered.
@@ -121,7 +121,7 @@ async def test_a_normal_day_costs_three_calls_and_today_waits_on_nobody(make, st
     stub.latency = 1.5
 
     fresh = await make(memory_wait_seconds=30)  # a restarted bot: nothing in its caches
-    assert await fresh.get_memories(GUILD, ALICE)
+    assert await fresh.recollection.context(GUILD, ALICE)
     kinds = [kind for _, kind in recording.arrived]
     assert sorted(kinds) == ["daily", "history", "merge"]  # today's batch, the week's history, the merge
     today, history = recording.times("daily")[0], recording.times("history")[0]

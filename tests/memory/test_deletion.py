@@ -26,17 +26,17 @@ async def memory(engine, settings):
     await memory.start()
     for back in (0, 1, 2, 3, 20, 45):  # today, the last week, and the weeks and months of the rollups
         day = NOW - timedelta(days=back, hours=3)
-        await memory.ingest_message(message(f"{SECRET} day {back}", author=ALICE, name="alice", at=day))
-        await memory.ingest_message(
+        await memory.intake.message(message(f"{SECRET} day {back}", author=ALICE, name="alice", at=day))
+        await memory.intake.message(
             message(f"bob chats day {back}", author=BOB, name="bob", at=day + timedelta(minutes=1), channel=CHANNEL + 1)
         )
-    await memory.ingest_message(message("elsewhere", author=ALICE, name="alice", guild=OTHER_GUILD))
+    await memory.intake.message(message("elsewhere", author=ALICE, name="alice", guild=OTHER_GUILD))
     await memory.flush()
-    await memory.remember(GUILD, ALICE, "alice loves paella", requested_by=BOB)
-    await memory.remember(GUILD, BOB, "bob is Sergey", requested_by=ALICE)
+    await memory.facts.remember(GUILD, ALICE, "alice loves paella", requested_by=BOB)
+    await memory.facts.remember(GUILD, BOB, "bob is Sergey", requested_by=ALICE)
     # Warm every table and cache: past days, history, today, merged contexts.
-    assert await memory.get_memories(GUILD, ALICE)
-    assert await memory.get_memories(GUILD, BOB)
+    assert await memory.recollection.context(GUILD, ALICE)
+    assert await memory.recollection.context(GUILD, BOB)
     yield memory
     await memory.close()
 
@@ -60,10 +60,10 @@ async def test_forget_member_removes_every_row_and_cache(memory):
     assert await count(memory, Rollup, guild_id=GUILD, user_id=ALICE) == len(with_words) == 2
     earlier = await memory.rollups.earlier(GUILD, ALICE, NOW.date())
     assert f"{SECRET} day 45" in earlier and f"{SECRET} day 20" in earlier
-    counts = await memory.forget_member(GUILD, ALICE)
+    counts = await memory.admin.forget_member(GUILD, ALICE)
     assert counts["chat_history"] == 6 and counts["user_facts"] == 1 and counts["fact_revisions"] == 1
     assert counts["fact_revisions_unattributed"] == 1
-    assert [r.requested_by for r in await memory.fact_history(GUILD, BOB)] == [0]
+    assert [r.requested_by for r in await memory.facts.history(GUILD, BOB)] == [0]
     async with memory.sessions() as session:
         assert await remaining(session, GUILD, ALICE) == dict.fromkeys(
             [
@@ -82,40 +82,40 @@ async def test_forget_member_removes_every_row_and_cache(memory):
     # bob's rollups of the two weeks alice wrote in are gone (rebuilt without her); his others stay.
     assert await count(memory, Rollup, guild_id=GUILD, user_id=BOB) == 0
     # Caches: nothing about alice is served, and bob's rebuilt context no longer quotes her.
-    assert await memory.get_memories(GUILD, ALICE) is None
+    assert await memory.recollection.context(GUILD, ALICE) is None
     assert await memory.names.resolve(GUILD, "alice") == []
     assert all(line.author_id != ALICE for line in memory.window.recent(GUILD, CHANNEL, budget_tokens=10_000))
-    bob = await memory.get_memories(GUILD, BOB)
+    bob = await memory.recollection.context(GUILD, BOB)
     assert bob is not None and SECRET not in bob
     # Revisions bob asked for stay bob's; ones alice asked for about others no longer name her.
-    counts_bob = await memory.forget_member(GUILD, BOB)
+    counts_bob = await memory.admin.forget_member(GUILD, BOB)
     assert counts_bob["fact_revisions_unattributed"] == 0
     # Another guild keeps its own data.
     assert await count(memory, ChatMessage, guild_id=OTHER_GUILD) == 1
 
 
 async def test_opt_out_stops_storage_and_can_delete(memory):
-    counts = await memory.opt_out(GUILD, ALICE, delete_stored=True)
+    counts = await memory.admin.opt_out(GUILD, ALICE, delete_stored=True)
     assert counts["chat_history"] == 6 and counts["rollups"] > 0
-    assert not await memory.ingest_message(message("after opting out", author=ALICE, name="alice"))
+    assert not await memory.intake.message(message("after opting out", author=ALICE, name="alice"))
     await memory.flush()
     assert await count(memory, ChatMessage, guild_id=GUILD, user_id=ALICE) == 0
     assert await count(memory, UserOptOut, guild_id=GUILD, user_id=ALICE) == 1
-    await memory.opt_in(GUILD, ALICE)
-    assert await memory.ingest_message(message("back again", author=ALICE, name="alice"))
+    await memory.admin.opt_in(GUILD, ALICE)
+    assert await memory.intake.message(message("back again", author=ALICE, name="alice"))
 
 
 async def test_purge_channel_before_and_guild(memory):
-    counts = await memory.purge_channel(GUILD, CHANNEL + 1)
+    counts = await memory.admin.purge_channel(GUILD, CHANNEL + 1)
     assert counts["chat_history"] == 6 and await count(memory, ChatMessage, channel_id=CHANNEL + 1) == 0
     assert counts["rollups"] == 4  # the weeks of days 20 and 45, for both members
-    counts = await memory.purge_before(GUILD, NOW - timedelta(days=1))
+    counts = await memory.admin.purge_before(GUILD, NOW - timedelta(days=1))
     assert counts["chat_history"] == 5  # alice's messages of the five earlier days
-    counts = await memory.purge_guild(GUILD)
+    counts = await memory.admin.purge_guild(GUILD)
     assert counts["chat_history"] == 1 and counts["user_facts"] == 2
     for model in (ChatMessage, UserFacts, DailySummary, HistoricalSummary, Rollup):
         assert await count(memory, model, guild_id=GUILD) == 0
-    assert await memory.get_memories(GUILD, ALICE) is None
+    assert await memory.recollection.context(GUILD, ALICE) is None
     assert await count(memory, ChatMessage, guild_id=OTHER_GUILD) == 1
 
 
@@ -128,15 +128,15 @@ async def test_retention_deletes_only_what_is_older(engine, settings):
     )
     await memory.start()
     for back in range(5):
-        await memory.ingest_message(message(f"day {back}", at=NOW - timedelta(days=back, hours=1)))
-    await memory.ingest_message(message("other guild, old", guild=OTHER_GUILD, at=NOW - timedelta(days=30)))
+        await memory.intake.message(message(f"day {back}", at=NOW - timedelta(days=back, hours=1)))
+    await memory.intake.message(message("other guild, old", guild=OTHER_GUILD, at=NOW - timedelta(days=30)))
     await memory.flush()
-    deleted = await memory.apply_retention()
+    deleted = await memory.admin.apply_retention()
     assert deleted["chat_history"] == 4  # days 2, 3, 4 here and the old one in the other guild
     assert await count(memory, ChatMessage) == 2
     await memory.close()
     keep_all = MemoryManager(engine, settings, clock=FakeClock(NOW))
-    assert await keep_all.apply_retention() == {}
+    assert await keep_all.admin.apply_retention() == {}
 
 
 @pytest.mark.parametrize(
@@ -147,16 +147,16 @@ async def test_retention_deletes_only_what_is_older(engine, settings):
 async def test_a_deletion_preview_counts_exactly_what_the_deletion_then_takes_and_changes_nothing(memory, target):
     """What `python -m bot purge` asks about: the deletion rehearsed and rolled back."""
     messages_before = await count(memory, ChatMessage, guild_id=GUILD)
-    preview = await memory.deletion_preview(GUILD, **target)
+    preview = await memory.admin.deletion_preview(GUILD, **target)
     assert preview["chat_history"] > 0 and preview["daily_summaries"] > 0
     assert await count(memory, ChatMessage, guild_id=GUILD) == messages_before
-    assert await memory.get_memories(GUILD, ALICE)  # caches and locks are as they were
+    assert await memory.recollection.context(GUILD, ALICE)  # caches and locks are as they were
     if "user_id" in target:
-        done = await memory.forget_member(GUILD, ALICE)
+        done = await memory.admin.forget_member(GUILD, ALICE)
     elif "channel_id" in target:
-        done = await memory.purge_channel(GUILD, target["channel_id"])
+        done = await memory.admin.purge_channel(GUILD, target["channel_id"])
     elif "before" in target:
-        done = await memory.purge_before(GUILD, target["before"])
+        done = await memory.admin.purge_before(GUILD, target["before"])
     else:
-        done = await memory.purge_guild(GUILD)
+        done = await memory.admin.purge_guild(GUILD)
     assert +done == +preview

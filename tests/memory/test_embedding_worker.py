@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from bot.memory import embedding
-from bot.memory.embedding import EmbeddingWorker, Replies
+from bot.memory.recall import embedding
+from bot.memory.recall.embedding import EmbeddingWorker, Replies
 
 
 class Index:

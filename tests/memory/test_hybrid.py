@@ -14,8 +14,9 @@ from sqlalchemy import event, func, select
 
 from bot.conversation import Decision, Request, Route
 from bot.llm.embeddings import GeminiEmbedder
-from bot.memory import embedding, vector_index
 from bot.memory.manager import MemoryManager
+from bot.memory.recall import embedding
+from bot.memory.recall import vectors as vector_index
 from bot.responder import Responder
 from db.models import ChatMessage, MessageVector
 from db.records import MessageVector as Vector
@@ -70,21 +71,21 @@ async def fill(memory: MemoryManager) -> None:
         (1, ALICE, "the blue kettle is broken"),
         (1, BOB, "kettle"),
     ]:
-        await memory.ingest_message(message(text, author=author, at=T0 - timedelta(days=days)))
+        await memory.intake.message(message(text, author=author, at=T0 - timedelta(days=days)))
     await memory.flush()
     if memory.embedding is not None:
         await memory.embedding.idle()  # embedded in the background
         await memory.flush()
-        assert await memory.vectors_ready(GUILD)  # the guild's index is built (replies never wait for it)
+        assert await memory.recollection.vectors_ready(GUILD)  # the guild's index is built (replies never wait for it)
 
 
 async def test_meaning_finds_what_words_miss(build, stub):
     text_only = await build(hybrid=False)
     await fill(text_only)
-    assert await text_only.recall(GUILD, "when is the exam?", now=T0) == []  # no shared word
+    assert await text_only.recollection.recall(GUILD, "when is the exam?", now=T0) == []  # no shared word
     hybrid = await build()
     await fill(hybrid)
-    hits = await hybrid.recall(GUILD, "when is the exam?", now=T0)
+    hits = await hybrid.recollection.recall(GUILD, "when is the exam?", now=T0)
     assert hits[0].text == "my finals are on friday, wish me luck"
     assert hits[0].cosine == pytest.approx(1.0, abs=0.02) and hits[0].coverage == 0  # meaning alone found it
     assert any(len(batch) == 1 and "exam" in batch[0] for batch in stub.embedded)  # the question, for the search
@@ -95,7 +96,7 @@ async def test_a_chats_light_search_reads_only_the_nearest_messages_it_could_be_
     third of a chat's search); a question's whole search still has them."""
     memory = await build()
     await fill(memory)
-    await memory.ingest_message(message("finals lease lease lease", author=BOB, at=T0 - timedelta(days=1)))
+    await memory.intake.message(message("finals lease lease lease", author=BOB, at=T0 - timedelta(days=1)))
     await memory.flush()
     assert memory.embedding is not None
     await memory.embedding.idle()
@@ -106,10 +107,10 @@ async def test_a_chats_light_search_reads_only_the_nearest_messages_it_could_be_
         read.extend(ids)
         return await by_id(session, guild_id, ids, here=here)
 
-    whole, _ = await memory.search(GUILD, "when is the exam?", channel_id=CHANNEL, now=T0)
+    whole, _ = await memory.recollection.search(GUILD, "when is the exam?", channel_id=CHANNEL, now=T0)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(recall_rows, "messages_by_id", counting)
-        light, _ = await memory.search(GUILD, "when is the exam?", channel_id=CHANNEL, now=T0, light=True)
+        light, _ = await memory.recollection.search(GUILD, "when is the exam?", channel_id=CHANNEL, now=T0, light=True)
     # Sharing a quarter of the meaning (cosine 0.32) and no word: a candidate of the whole search only.
     assert "finals lease lease lease" in [h.text for h in whole]
     assert [h.text for h in light] == ["my finals are on friday, wish me luck"] and len(read) == 1
@@ -119,7 +120,7 @@ async def test_a_chats_light_search_reads_only_the_nearest_messages_it_could_be_
 async def test_keyword_hits_still_count_and_rank_above_what_only_shares_a_word(build):
     memory = await build()
     await fill(memory)
-    hits = await memory.recall(GUILD, "blue kettle", now=T0)
+    hits = await memory.recollection.recall(GUILD, "blue kettle", now=T0)
     # These words mean nothing to the embedding model: only the text half can find them, and it does.
     assert hits[0].text == "the blue kettle is broken" and hits[0].cosine == 0
     assert [h.text for h in hits].index("kettle") > 0  # half the words, coord²: below the complete match
@@ -132,10 +133,10 @@ async def test_vectors_are_stored_per_message_and_go_with_it(build, stub):
         assert await session.scalar(select(func.count()).select_from(MessageVector)) == 4
     requests = len(stub.embedded)
     other = await build()  # another process reads them from SQL: nothing is embedded again
-    await other.vectors_ready(GUILD)
-    await other.recall(GUILD, "exam", now=T0)
+    await other.recollection.vectors_ready(GUILD)
+    await other.recollection.recall(GUILD, "exam", now=T0)
     assert len(stub.embedded) == requests + 1  # only the question
-    await memory.forget_member(GUILD, BOB)  # deleted means deleted: the vectors go with the messages
+    await memory.admin.forget_member(GUILD, BOB)  # deleted means deleted: the vectors go with the messages
     async with memory.sessions() as session:
         assert await session.scalar(select(func.count()).select_from(MessageVector)) == 2
 
@@ -148,7 +149,7 @@ async def test_a_failing_embedding_model_leaves_text_recall_working(build, stub)
         raise RuntimeError("embedding model down")
 
     stub.embedder = broken
-    hits = await memory.recall(GUILD, "blue kettle", now=T0)
+    hits = await memory.recollection.recall(GUILD, "blue kettle", now=T0)
     assert hits and hits[0].text == "the blue kettle is broken"
 
 
@@ -157,10 +158,12 @@ async def test_a_question_never_waits_for_the_guilds_index_to_be_built(build, st
     await fill(memory)
     fresh = await build()  # a process that has not built this guild's index yet (seconds in a large guild)
     assert fresh.vectors is not None and not fresh.vectors.loaded(GUILD)
-    hits = await fresh.recall(GUILD, "blue kettle", now=T0)
+    hits = await fresh.recollection.recall(GUILD, "blue kettle", now=T0)
     assert hits[0].text == "the blue kettle is broken"  # the words answer at once
-    assert await fresh.vectors_ready(GUILD) and fresh.vectors.loaded(GUILD)  # built meanwhile, for the next one
-    hits = await fresh.recall(GUILD, "when is the exam?", now=T0)
+    assert await fresh.recollection.vectors_ready(GUILD) and fresh.vectors.loaded(
+        GUILD
+    )  # built meanwhile, for the next one
+    hits = await fresh.recollection.recall(GUILD, "when is the exam?", now=T0)
     assert hits[0].text == "my finals are on friday, wish me luck"
 
 
@@ -171,7 +174,7 @@ async def test_a_busy_members_kept_selector_finds_their_messages_and_only_theirs
     memory = await build()
     await fill(memory)  # Bob: 2 vectors, Ana: 2
     fresh = await build()  # builds the index from SQL, keeping the busy members' selectors
-    assert await fresh.vectors_ready(GUILD) and fresh.vectors is not None
+    assert await fresh.recollection.vectors_ready(GUILD) and fresh.vectors is not None
     guild = fresh.vectors._guilds[GUILD]
     assert set(guild.selectors) == {ALICE, BOB}
     exam = np.array(concept_vector("exam"), dtype=np.float32)
@@ -184,7 +187,7 @@ async def test_a_busy_members_kept_selector_finds_their_messages_and_only_theirs
 
     assert await bobs() == {"my finals are on friday, wish me luck", "kettle"}
     for text, author in (("the exam moved to monday", BOB), ("my exam went fine", ALICE)):
-        await fresh.ingest_message(message(text, author=author, at=T0))
+        await fresh.intake.message(message(text, author=author, at=T0))
     await fresh.flush()
     assert fresh.embedding is not None
     await fresh.embedding.idle()  # embedded here, added to the loaded index: after the selector was kept
@@ -202,14 +205,14 @@ async def test_background_embedding_waits_while_a_recall_search_is_under_way(bui
     assert memory.embedding is not None
     before = memory.embedding.embedded
     async with memory.replies.under_way():
-        await memory.ingest_message(message("the exam moved to monday", author=BOB, at=T0))
+        await memory.intake.message(message("the exam moved to monday", author=BOB, at=T0))
         await asyncio.sleep(0.3)
         assert memory.embedding.embedded == before  # waiting for the search
     await memory.embedding.idle()
     assert memory.embedding.embedded == before + 1
     monkeypatch.setattr(embedding, "YIELD_SECONDS", 0.05)
     async with memory.replies.under_way():  # a search that never ends holds nothing up for long
-        await memory.ingest_message(message("my exam went fine", author=ALICE, at=T0))
+        await memory.intake.message(message("my exam went fine", author=ALICE, at=T0))
         await memory.embedding.idle()
         assert memory.embedding.embedded == before + 2
 
@@ -230,7 +233,7 @@ async def test_background_embedding_waits_while_a_reply_is_under_way(build, stub
     responder = Responder(memory, router=None, chatter=chatter, policy="anyone")
     reply = asyncio.create_task(responder.respond(Request(guild_id=GUILD, author_id=ALICE, text="nice weather")))
     await answering.wait()
-    await memory.ingest_message(message("the exam moved to monday", author=BOB, at=T0))
+    await memory.intake.message(message("the exam moved to monday", author=BOB, at=T0))
     await asyncio.sleep(0.3)
     assert memory.embedding.embedded == before  # the reply is still under way
     release.set()
@@ -246,10 +249,10 @@ async def test_an_edit_while_embedding_waits_for_a_search_is_embedded_as_edited(
     assert memory.embedding is not None
     typo = message("the exam moved", author=BOB, at=T0)
     async with memory.replies.under_way():
-        await memory.ingest_message(typo)
+        await memory.intake.message(typo)
         await memory.flush()
         await asyncio.sleep(0.2)  # the worker waits with the message noted
-        await memory.ingest_edit(typo.message_id, "my kitten is lost", T0, guild_id=GUILD)
+        await memory.intake.edit(typo.message_id, "my kitten is lost", T0)
         await memory.flush()
     await memory.embedding.idle()
     await memory.flush()
@@ -277,7 +280,7 @@ async def test_new_messages_are_embedded_without_looking_for_a_backlog_each_time
     monkeypatch.setattr(embedding.store, "unembedded", counted)
     before = memory.embedding.embedded
     for i in range(12):
-        await memory.ingest_message(message(f"exam number {i}", author=BOB, at=T0))
+        await memory.intake.message(message(f"exam number {i}", author=BOB, at=T0))
         await memory.flush()
         for _ in range(100):  # embedded as it arrives, one by one
             if memory.embedding.embedded > before + i:
@@ -300,7 +303,7 @@ async def test_messages_stored_unnoticed_are_found_by_the_next_look(build, stub,
         await other.start()
         try:
             row = message(text, author=BOB, at=T0)
-            await other.ingest_message(row)
+            await other.intake.message(row)
             await other.flush()
         finally:
             await other.close()
@@ -419,9 +422,9 @@ async def test_a_vector_of_words_a_message_no_longer_says_is_not_stored(build):
     (and after the forgetting of the message's vector) and must not be stored; the new text's is."""
     memory = await build(hybrid=False)
     typo = message("the exam moved", author=BOB, at=T0)
-    await memory.ingest_message(typo)
+    await memory.intake.message(typo)
     await memory.flush()
-    await memory.ingest_edit(typo.message_id, "my kitten is lost", T0, guild_id=GUILD)
+    await memory.intake.edit(typo.message_id, "my kitten is lost", T0)
     await memory.flush()
 
     async def stored() -> int:
@@ -434,10 +437,10 @@ async def test_a_vector_of_words_a_message_no_longer_says_is_not_stored(build):
             )
 
     old = Vector(typo.message_id, GUILD, "model", bytes(4), 0.01, "the exam moved")
-    await memory.ingest.put(old)
+    await memory.queue.put(old)
     await memory.flush()
     assert await stored() == 0
-    await memory.ingest.put(replace(old, text="my kitten is lost"))
+    await memory.queue.put(replace(old, text="my kitten is lost"))
     await memory.flush()
     assert await stored() == 1
 
@@ -448,11 +451,11 @@ async def test_forget_that_takes_the_meaning_of_the_words_it_removes_from_a_mess
     memory = await build()
     await fill(memory)
     said = message("my kitten is cute. I failed my exam today", author=BOB, name="Bob", at=T0)
-    await memory.ingest_message(said)  # after fill(), whose messages call Bob "alice": his name is Bob again
+    await memory.intake.message(said)  # after fill(), whose messages call Bob "alice": his name is Bob again
     assert memory.embedding is not None
     await memory.embedding.idle()
     await memory.flush()
-    change = await memory.forget(GUILD, BOB, "Bob failed his exam", requested_by=BOB)
+    change = await memory.facts.forget(GUILD, BOB, "Bob failed his exam", requested_by=BOB)
     assert change.redacted >= 1
     await memory.embedding.idle()
     await memory.flush()
@@ -475,17 +478,17 @@ async def test_a_vector_stored_again_reaches_another_processs_index(build, monke
     memory = await build()
     await fill(memory)
     other = await build()  # another process, its index loaded: its cursor is past every vector stored so far
-    assert await other.vectors_ready(GUILD)
+    assert await other.recollection.vectors_ready(GUILD)
     async with memory.sessions() as session:
         pizza = await session.scalar(select(ChatMessage.message_id).where(ChatMessage.message_text == "pizza tonight?"))
         before = await session.scalar(select(func.max(MessageVector.id)))
     assert pizza is not None and memory.vectors is not None
     ((blob, scale),) = vector_index.quantize(np.array([concept_vector("kitten")], dtype=np.float32))
-    await memory.ingest.put(Vector(pizza, GUILD, memory.vectors.model, blob, scale))  # its vector, stored again
+    await memory.queue.put(Vector(pizza, GUILD, memory.vectors.model, blob, scale))  # its vector, stored again
     await memory.flush()
     async with memory.sessions() as session:
         assert await session.scalar(select(MessageVector.id).where(MessageVector.message_id == pizza)) > before
-    hits = await other.recall(GUILD, "where is my cat", now=T0)
+    hits = await other.recollection.recall(GUILD, "where is my cat", now=T0)
     assert hits and hits[0].text == "pizza tonight?" and hits[0].cosine > 0.9
 
 
@@ -505,6 +508,6 @@ async def test_vectors_of_an_earlier_model_are_embedded_again_and_replaced(build
     async with restarted.sessions() as session:
         models = (await session.execute(select(MessageVector.model, func.count()).group_by(MessageVector.model))).all()
     assert models == [(restarted.vectors.model, 4)]
-    assert await restarted.vectors_ready(GUILD)  # its index is built from the new vectors alone
-    hits = await restarted.recall(GUILD, "when is the test", now=T0)
+    assert await restarted.recollection.vectors_ready(GUILD)  # its index is built from the new vectors alone
+    hits = await restarted.recollection.recall(GUILD, "when is the test", now=T0)
     assert hits[0].text == "my finals are on friday, wish me luck" and hits[0].cosine > 0.9

@@ -10,9 +10,9 @@ from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.memory.intake import queue as ingest
-from bot.memory.embedding import Replies
 from bot.memory.intake.queue import WriteBehindQueue
 from bot.memory.manager import MemoryManager
+from bot.memory.recall.embedding import Replies
 from bot.settings import Settings
 from db.engine import create_session_factory
 from db.messages import _payload
@@ -36,7 +36,7 @@ async def stored(engine: AsyncEngine) -> dict[int, ChatMessage]:
 
 async def test_message_round_trips_with_snowflakes_and_aware_utc(manager, engine):
     msg = message("hi there", reply_to=2**60 + 77)
-    assert await manager.ingest_message(msg)
+    assert await manager.intake.message(msg)
     await manager.flush()
     row = (await stored(engine))[msg.message_id]
     assert (row.guild_id, row.channel_id, row.user_id) == (msg.guild_id, msg.channel_id, msg.author_id)
@@ -48,9 +48,9 @@ async def test_message_round_trips_with_snowflakes_and_aware_utc(manager, engine
 async def test_duplicate_delivery_is_stored_once(manager, engine):
     msg = message("once")
     for _ in range(3):
-        await manager.ingest_message(msg)
+        await manager.intake.message(msg)
     await manager.flush()
-    await manager.ingest_message(msg)  # again in a later batch
+    await manager.intake.message(msg)  # again in a later batch
     await manager.flush()
     rows = await stored(engine)
     assert list(rows) == [msg.message_id]
@@ -59,9 +59,9 @@ async def test_duplicate_delivery_is_stored_once(manager, engine):
 
 async def test_edit_updates_text_and_time_and_older_edit_loses(manager, engine):
     msg = message("first")
-    await manager.ingest_message(msg)
-    await manager.ingest_edit(msg.message_id, "second", T0 + minutes(5))
-    await manager.ingest_edit(msg.message_id, "stale", T0 + minutes(2))  # arrives late, is older
+    await manager.intake.message(msg)
+    await manager.intake.edit(msg.message_id, "second", T0 + minutes(5))
+    await manager.intake.edit(msg.message_id, "stale", T0 + minutes(2))  # arrives late, is older
     await manager.flush()
     row = (await stored(engine))[msg.message_id]
     assert row.message_text == "second"
@@ -70,9 +70,9 @@ async def test_edit_updates_text_and_time_and_older_edit_loses(manager, engine):
 
 async def test_redelivered_original_does_not_undo_an_edit(manager, engine):
     msg = message("original")
-    await manager.ingest_message(msg)
-    await manager.ingest_edit(msg.message_id, "fixed typo", T0 + minutes(1))
-    await manager.ingest_message(msg)
+    await manager.intake.message(msg)
+    await manager.intake.edit(msg.message_id, "fixed typo", T0 + minutes(1))
+    await manager.intake.message(msg)
     await manager.flush()
     assert (await stored(engine))[msg.message_id].message_text == "fixed typo"
 
@@ -80,25 +80,25 @@ async def test_redelivered_original_does_not_undo_an_edit(manager, engine):
 async def test_delete_and_bulk_delete_remove_rows(manager, engine):
     msgs = [message(f"m{i}") for i in range(5)]
     for m in msgs:
-        await manager.ingest_message(m)
-    await manager.ingest_delete([msgs[0].message_id])
-    await manager.ingest_delete({msgs[1].message_id, msgs[2].message_id, 2**60 + 999})  # one never stored
+        await manager.intake.message(m)
+    await manager.intake.delete([msgs[0].message_id])
+    await manager.intake.delete({msgs[1].message_id, msgs[2].message_id, 2**60 + 999})  # one never stored
     await manager.flush()
     assert set(await stored(engine)) == {msgs[3].message_id, msgs[4].message_id}
 
 
 async def test_insert_then_delete_in_one_batch_keeps_order(manager, engine):
     msg = message("gone")
-    await manager.ingest_message(msg)
-    await manager.ingest_delete([msg.message_id])
-    await manager.ingest_message(message("stays"))
+    await manager.intake.message(msg)
+    await manager.intake.delete([msg.message_id])
+    await manager.intake.message(message("stays"))
     await manager.flush()
     assert [m.message_text for m in (await stored(engine)).values()] == ["stays"]
 
 
 async def test_member_names_keep_the_newest(manager, engine):
-    await manager.ingest_message(message("a", author=BOB, name="Bobby", at=T0 + minutes(10)))
-    await manager.ingest_message(message("b", author=BOB, name="Robert", at=T0))  # older message
+    await manager.intake.message(message("a", author=BOB, name="Bobby", at=T0 + minutes(10)))
+    await manager.intake.message(message("b", author=BOB, name="Robert", at=T0))  # older message
     await manager.flush()
     async with create_session_factory(engine)() as session:
         name = await session.get(MemberName, (GUILD, BOB))
@@ -111,8 +111,8 @@ async def test_opted_out_author_is_not_stored(engine, settings):
         await session.commit()
     manager = MemoryManager(engine, settings)
     await manager.start()
-    assert not await manager.ingest_message(message("secret", author=BOB))
-    assert await manager.ingest_message(message("fine", author=ALICE))
+    assert not await manager.intake.message(message("secret", author=BOB))
+    assert await manager.intake.message(message("fine", author=ALICE))
     await manager.close()
     assert [m.user_id for m in (await stored(engine)).values()] == [ALICE]
 
@@ -192,12 +192,12 @@ async def test_store_down_at_shutdown_spills_to_a_file(engine, tmp_path):
 async def test_ingest_after_close_is_refused(manager):
     await manager.close()
     with pytest.raises(RuntimeError):
-        await manager.ingest_message(message("late"))
+        await manager.intake.message(message("late"))
 
 
 async def test_count_by_guild_index_query(manager, engine):
     for i in range(30):
-        await manager.ingest_message(message(f"x{i}", at=T0 + minutes(i)))
+        await manager.intake.message(message(f"x{i}", at=T0 + minutes(i)))
     await manager.flush()
     async with create_session_factory(engine)() as session:
         n = await session.scalar(

@@ -104,7 +104,7 @@ async def test_ingest_never_waits_while_storage_is_away_and_everything_is_stored
             for _ in range(40):
                 m = message(f"burst {len(sent)}")
                 began = time.perf_counter()
-                await manager.ingest_message(m)
+                await manager.intake.message(m)
                 longest = max(longest, time.perf_counter() - began)
                 sent.append(m.message_id)
             began = time.perf_counter()
@@ -114,15 +114,15 @@ async def test_ingest_never_waits_while_storage_is_away_and_everything_is_stored
     await burst(0.3)
     await manager.flush()
     async with outage(db_url, engine):
-        written_before = manager.ingest.stats.written
+        written_before = manager.queue.stats.written
         began = time.perf_counter()  # a private thread first seen now: its rule must not wait for storage either
-        await manager.observe_channel(GUILD, THREAD, is_private=True, parent_id=CHANNEL, channel_type="private_thread")
+        await manager.intake.channel(GUILD, THREAD, is_private=True, parent_id=CHANNEL, channel_type="private_thread")
         longest = time.perf_counter() - began
         in_thread = message("in the private thread", channel=THREAD)
-        await manager.ingest_message(in_thread)
+        await manager.intake.message(in_thread)
         await burst(OUTAGE_SECONDS)
-        assert manager.ingest.stats.written == written_before, "the outage should have stopped every write"
-        assert manager.ingest.stats.overflowed > 0 and list((tmp_path / "data").glob("ingest-spill-*.jsonl"))
+        assert manager.queue.stats.written == written_before, "the outage should have stopped every write"
+        assert manager.queue.stats.overflowed > 0 and list((tmp_path / "data").glob("ingest-spill-*.jsonl"))
     await burst(0.3)  # storage is back, and busy catching up: new messages still go in line behind the old
     await asyncio.wait_for(manager.flush(), 60)
     async with engine.connect() as conn:
@@ -135,5 +135,5 @@ async def test_ingest_never_waits_while_storage_is_away_and_everything_is_stored
     assert len(sent) > 2000
     assert stored == {*sent, in_thread.message_id}
     assert private is True
-    assert manager.ingest.stats.spilled == 0
+    assert manager.queue.stats.spilled == 0
     assert list((tmp_path / "data").glob("ingest-spill-*.jsonl")) == []  # removed once written

@@ -90,7 +90,7 @@ async def test_a_poison_message_does_not_stop_its_burst(memory, fields):
     ordinary = {m.message_id for m in burst if m is not poison}
     started = time.monotonic()
     for m in burst:
-        assert await memory.ingest_message(m)
+        assert await memory.intake.message(m)
     await wait_for(memory, ordinary, within=1.0 - (time.monotonic() - started))
     await memory.flush()
 
@@ -108,7 +108,7 @@ async def test_a_poison_message_does_not_stop_its_burst(memory, fields):
         payload = json.loads(dead[0][2])
         assert payload["record"] == "IncomingMessage" and payload["content"] == poison.content
         assert "outside the range of a Discord ID" in dead[0][1]
-        assert (await memory.stats(GUILD))["dead_letters"] == (1 if poison.guild_id == GUILD else 0)
+        assert (await memory.admin.stats(GUILD))["dead_letters"] == (1 if poison.guild_id == GUILD else 0)
         return
     assert isinstance(clean, IncomingMessage)
     assert kept == {poison.message_id} and dead == []
@@ -135,12 +135,12 @@ async def test_a_row_the_database_itself_refuses_is_bisected_out_of_its_batch(me
     ordinary = {m.message_id for m in burst if m is not poison}
     started = time.monotonic()
     for m in burst:
-        await memory.ingest.put(m)
+        await memory.queue.put(m)
     await wait_for(memory, ordinary, within=1.0 - (time.monotonic() - started))
     await memory.flush()
     dead = await dead_letters(memory)
     assert len(dead) == 1 and json.loads(dead[0][2])["content"] == poison.content
-    assert memory.ingest.stats.dead_letters == 1 and memory.ingest.stats.written == BURST
+    assert memory.queue.stats.dead_letters == 1 and memory.queue.stats.written == BURST
 
 
 NAMES = [
@@ -168,18 +168,18 @@ async def test_names_resolve_in_any_case_and_script_from_what_is_stored(engine, 
         users[stored] = user
         if path == "ingest":  # the hot path (db/messages.py) writes the name with every message
             said = IncomingMessage(GUILD, CHANNEL, 2**60 + 77_000 + i, user, stored, "hello", T0 + minutes(i))
-            await first.ingest_message(dataclasses.replace(said, author_username=f"user{i}"))
+            await first.intake.message(dataclasses.replace(said, author_username=f"user{i}"))
         else:  # a member renamed: written straight away (db/names.py)
-            await first.note_member(GUILD, user, stored, f"user{i}")
+            await first.intake.member(GUILD, user, stored, f"user{i}")
     await first.close()
     # A new process: nothing in memory, every answer comes from the stored keys.
     memory = MemoryManager(engine, settings)
     await memory.start()
     try:
         for stored, typed in NAMES:
-            assert await memory.resolve(GUILD, typed) == [users[stored]], (stored, typed)
-            assert await memory.resolve(GUILD, "@" + typed.upper()) == [users[stored]], (stored, typed)
-        assert await memory.resolve(GUILD, "Omer") == []  # folding is case, not accents
+            assert await memory.directory.resolve(GUILD, typed) == [users[stored]], (stored, typed)
+            assert await memory.directory.resolve(GUILD, "@" + typed.upper()) == [users[stored]], (stored, typed)
+        assert await memory.directory.resolve(GUILD, "Omer") == []  # folding is case, not accents
     finally:
         await memory.close()
 
@@ -187,10 +187,10 @@ async def test_names_resolve_in_any_case_and_script_from_what_is_stored(engine, 
 async def test_dead_letters_are_counted_and_logged_once(memory, caplog):
     # A flood of unstorable records (an attack, a broken import) must not flood the log; the stats count them.
     for i in range(5):  # refused by normalisation, before the queue
-        await memory.ingest_message(dataclasses.replace(message("impossible author"), author_id=2**63 + i))
-    await memory.ingest.put(dataclasses.replace(message("raw"), message_id=2**63 + 9))  # refused by the database
-    await memory.ingest_message(message("fine"))
-    figures = await memory.stats(GUILD)
+        await memory.intake.message(dataclasses.replace(message("impossible author"), author_id=2**63 + i))
+    await memory.queue.put(dataclasses.replace(message("raw"), message_id=2**63 + 9))  # refused by the database
+    await memory.intake.message(message("fine"))
+    figures = await memory.admin.stats(GUILD)
     assert (figures["messages"], figures["dead_letters"], figures["dead_letters_session"]) == (1, 6, 6)
     logged = [r for r in caplog.records if "dead letter" in r.getMessage()]
     assert len(logged) == 1, [r.getMessage() for r in logged]

@@ -11,7 +11,8 @@ import pytest
 from sqlalchemy import update
 
 from bot.memory.manager import MemoryManager
-from bot.memory.recall import RECENCY, query_terms, relative_age
+from bot.memory.recall.question import words_of as query_terms
+from bot.memory.recall.ranking import RECENCY, relative_age
 from bot.settings import Settings
 from db.engine import create_engine
 from db.search import driver, planner, turns
@@ -40,7 +41,7 @@ async def fill(memory: MemoryManager, corpus=CORPUS, guild=GUILD) -> dict[str, i
     for days, author, text in corpus:
         msg = message(text, author=author, guild=guild, at=NOW - timedelta(days=days))
         ids[text] = msg.message_id
-        await memory.ingest_message(msg)
+        await memory.intake.message(msg)
     await memory.flush()
     return ids
 
@@ -80,19 +81,19 @@ def test_relative_age_labels():
 
 async def test_finds_old_answers_labelled_with_links(memory):
     ids = await fill(memory)
-    hits = await memory.recall(GUILD, "when is Bob's chemistry exam?", now=NOW)
+    hits = await memory.recollection.recall(GUILD, "when is Bob's chemistry exam?", now=NOW)
     assert hits[0].message_id == ids["My chemistry exam is on the 14th, wish me luck"]
     assert hits[0].jump_url == f"https://discord.com/channels/{GUILD}/{CHANNEL}/{hits[0].message_id}"
     assert hits[0].label(NOW, "UTC") == f"{(NOW - timedelta(days=40)):%Y-%m-%d}, 5 weeks ago"
-    decided = await memory.recall(GUILD, "What did we decide about the trip?", now=NOW)
+    decided = await memory.recollection.recall(GUILD, "What did we decide about the trip?", now=NOW)
     assert decided[0].text.startswith("We decided: the trip goes to Lisbon")
-    assert await memory.recall(GUILD, "what about it?", now=NOW) == []
-    assert await memory.recall(OTHER_GUILD, "chemistry exam", now=NOW) == []  # guilds never mix
+    assert await memory.recollection.recall(GUILD, "what about it?", now=NOW) == []
+    assert await memory.recollection.recall(OTHER_GUILD, "chemistry exam", now=NOW) == []  # guilds never mix
 
 
 async def test_recency_is_a_gentle_prior_and_relevance_wins(memory):
     await fill(memory, [(200, ALICE, "the blue kettle"), (2, BOB, "the blue kettle"), (1, CAROL, "kettle")])
-    hits = {h.user_id: h.score for h in await memory.recall(GUILD, "blue kettle", now=NOW)}
+    hits = {h.user_id: h.score for h in await memory.recollection.recall(GUILD, "blue kettle", now=NOW)}
     assert max(hits, key=hits.__getitem__) == BOB  # the same words: the newer one first …
     assert 0 < hits[BOB] - hits[ALICE] <= RECENCY  # … by no more than the prior
     assert hits[ALICE] > hits[CAROL]  # a complete answer 200 days old beats yesterday's partial one
@@ -101,15 +102,15 @@ async def test_recency_is_a_gentle_prior_and_relevance_wins(memory):
 async def test_the_plan_for_common_words_finds_the_same_best_hits(memory, monkeypatch):
     await fill(memory)
     questions = ["chemistry exam", "decide trip Lisbon train", "exam went fine"]
-    exact = [[h.text for h in await memory.recall(GUILD, q, now=NOW, limit=1)] for q in questions]
+    exact = [[h.text for h in await memory.recollection.recall(GUILD, q, now=NOW, limit=1)] for q in questions]
     monkeypatch.setattr(planner, "MANY", 0)  # as if every word matched millions of messages
     monkeypatch.setattr(planner, "RECENT", 1)  # and only the newest match of any word were read
-    planned = [[h.text for h in await memory.recall(GUILD, q, now=NOW, limit=1)] for q in questions]
+    planned = [[h.text for h in await memory.recollection.recall(GUILD, q, now=NOW, limit=1)] for q in questions]
     assert planned == exact and all(exact)  # the weeks-old complete answers are still found
     if memory.engine.dialect.name != "sqlite":
         return  # PostgreSQL ranks every match with its GIN index; the plan is SQLite's
     # One common word alone: only its newest matches are read (ranking millions is what the plan avoids).
-    assert [h.text for h in await memory.recall(GUILD, "trip", now=NOW)] == [
+    assert [h.text for h in await memory.recollection.recall(GUILD, "trip", now=NOW)] == [
         "Trip photos from last year are in the drive"
     ]
 
@@ -125,7 +126,7 @@ async def test_common_words_and_busy_members_leave_the_full_text_query_but_not_t
     ]
 
     async def best():
-        return [[h.text for h in await memory.recall(GUILD, q, now=NOW, user_id=u, limit=2)] for q, u in asked]
+        return [[h.text for h in await memory.recollection.recall(GUILD, q, now=NOW, user_id=u, limit=2)] for q, u in asked]
 
     exact = await best()
     monkeypatch.setattr(planner, "COMMON", 1)  # every member, and every word said twice, is "common"
@@ -137,48 +138,48 @@ async def test_common_words_and_busy_members_leave_the_full_text_query_but_not_t
 
 async def test_filters_by_member_and_period(memory):
     await fill(memory)
-    exam = await memory.recall(GUILD, "exam", now=NOW, user_id=ALICE)
+    exam = await memory.recollection.recall(GUILD, "exam", now=NOW, user_id=ALICE)
     assert exam == []
-    trip = await memory.recall(GUILD, "trip", now=NOW, since=NOW - timedelta(days=10))
+    trip = await memory.recollection.recall(GUILD, "trip", now=NOW, since=NOW - timedelta(days=10))
     assert [h.user_id for h in trip] == [CAROL]
-    old = await memory.recall(GUILD, "trip", now=NOW, until=NOW - timedelta(days=10))
+    old = await memory.recollection.recall(GUILD, "trip", now=NOW, until=NOW - timedelta(days=10))
     assert [h.user_id for h in old] == [ALICE]
 
 
 async def test_edits_and_deletes_are_followed(memory):
     ids = await fill(memory)
     pizza = ids["Pizza tonight?"]
-    await memory.ingest_edit(pizza, "Sushi tonight?", NOW - timedelta(days=9) + timedelta(minutes=5))
+    await memory.intake.edit(pizza, "Sushi tonight?", NOW - timedelta(days=9) + timedelta(minutes=5))
     await memory.flush()
-    assert await memory.recall(GUILD, "pizza", now=NOW) == []
-    assert [h.message_id for h in await memory.recall(GUILD, "sushi", now=NOW)] == [pizza]
-    await memory.ingest_delete([pizza])
+    assert await memory.recollection.recall(GUILD, "pizza", now=NOW) == []
+    assert [h.message_id for h in await memory.recollection.recall(GUILD, "sushi", now=NOW)] == [pizza]
+    await memory.intake.delete([pizza])
     await memory.flush()
-    assert await memory.recall(GUILD, "sushi", now=NOW) == []
+    assert await memory.recollection.recall(GUILD, "sushi", now=NOW) == []
 
 
 async def test_purges_and_opt_outs_are_honoured(memory):
     await fill(memory)
-    await memory.opt_out(GUILD, BOB, delete_stored=False)  # kept, but no longer shown to anyone
-    assert await memory.recall(GUILD, "exam", now=NOW) == []
-    await memory.opt_in(GUILD, BOB)
-    assert len(await memory.recall(GUILD, "exam", now=NOW)) == 2
-    await memory.forget_member(GUILD, BOB)
-    assert await memory.recall(GUILD, "exam", now=NOW) == []
-    await memory.purge_before(GUILD, NOW - timedelta(days=30))
-    assert await memory.recall(GUILD, "Lisbon", now=NOW) == []
-    await memory.purge_guild(GUILD)
-    assert await memory.recall(GUILD, "trip photos", now=NOW) == []
+    await memory.admin.opt_out(GUILD, BOB, delete_stored=False)  # kept, but no longer shown to anyone
+    assert await memory.recollection.recall(GUILD, "exam", now=NOW) == []
+    await memory.admin.opt_in(GUILD, BOB)
+    assert len(await memory.recollection.recall(GUILD, "exam", now=NOW)) == 2
+    await memory.admin.forget_member(GUILD, BOB)
+    assert await memory.recollection.recall(GUILD, "exam", now=NOW) == []
+    await memory.admin.purge_before(GUILD, NOW - timedelta(days=30))
+    assert await memory.recollection.recall(GUILD, "Lisbon", now=NOW) == []
+    await memory.admin.purge_guild(GUILD)
+    assert await memory.recollection.recall(GUILD, "trip photos", now=NOW) == []
 
 
 async def test_private_channels_are_only_recalled_where_they_are(memory):
     staff = CHANNEL + 1
     await memory.channels.observe(GUILD, staff, is_private=True)
     secret = message("the vault code is 4242", channel=staff, at=NOW - timedelta(days=20))
-    await memory.ingest_message(secret)
+    await memory.intake.message(secret)
     await memory.flush()
-    assert await memory.recall(GUILD, "vault code", now=NOW, channel_id=CHANNEL) == []
-    assert [h.message_id for h in await memory.recall(GUILD, "vault code", now=NOW, channel_id=staff)] == [
+    assert await memory.recollection.recall(GUILD, "vault code", now=NOW, channel_id=CHANNEL) == []
+    assert [h.message_id for h in await memory.recollection.recall(GUILD, "vault code", now=NOW, channel_id=staff)] == [
         secret.message_id
     ]
 
@@ -190,15 +191,15 @@ async def test_daily_summaries_are_searched_and_dropped_with_their_day(memory):
         await save_day(
             session, GUILD, day, {ALICE: "Alice settled the Lisbon itinerary."}, model="m", version="1", at=NOW
         )
-    hits = await memory.recall(GUILD, "Lisbon itinerary", now=NOW)
+    hits = await memory.recollection.recall(GUILD, "Lisbon itinerary", now=NOW)
     assert hits[0].kind == "summary" and hits[0].user_id == ALICE and hits[0].at.date() == day
     async with memory.sessions() as session, session.begin():  # a recomputed summary replaces the text
         from db.models import DailySummary
 
         await session.execute(update(DailySummary).values(summary="Alice went quiet."))
-    assert all(h.kind == "message" for h in await memory.recall(GUILD, "Lisbon itinerary", now=NOW))
-    await memory.forget_member(GUILD, ALICE)
-    assert await memory.recall(GUILD, "quiet", now=NOW) == []
+    assert all(h.kind == "message" for h in await memory.recollection.recall(GUILD, "Lisbon itinerary", now=NOW))
+    await memory.admin.forget_member(GUILD, ALICE)
+    assert await memory.recollection.recall(GUILD, "quiet", now=NOW) == []
     assert isinstance(day, date)
 
 
@@ -294,7 +295,7 @@ async def test_same_top_hits_on_sqlite_and_postgresql(both):
         await fill(memory, [(d, a, t) for d, a, t in CORPUS])
         texts = []
         for question in QUESTIONS:
-            texts.append([h.text for h in await memory.recall(GUILD, question, now=NOW, limit=3)])
+            texts.append([h.text for h in await memory.recollection.recall(GUILD, question, now=NOW, limit=3)])
         results.append(texts)
     sqlite, postgresql = results
     assert all(sqlite)  # every question finds something
@@ -305,7 +306,7 @@ async def test_sqlites_lean_reads_return_what_the_session_path_returns(memory, m
     """messages_by_id and around read SQLite through the driver; the same rows as through SQLAlchemy, scope
     included (a private channel, an opted-out member, another guild, replies both ways)."""
     private = CHANNEL + 7
-    await memory.observe_channel(GUILD, private, is_private=True)
+    await memory.intake.channel(GUILD, private, is_private=True)
     rows = [
         message("first words", author=ALICE, at=NOW - timedelta(hours=5)),
         message("a secret plan", author=ALICE, channel=private, at=NOW - timedelta(hours=4)),
@@ -315,9 +316,9 @@ async def test_sqlites_lean_reads_return_what_the_session_path_returns(memory, m
     rows.append(message("a reply to the first", author=BOB, at=NOW - timedelta(hours=1), reply_to=rows[0].message_id))
     rows.append(message("last words", author=ALICE, at=NOW - timedelta(minutes=30), reply_to=rows[2].message_id))
     for row in rows:
-        await memory.ingest_message(row)
+        await memory.intake.message(row)
     await memory.flush()
-    await memory.opt_out(GUILD, CAROL, delete_stored=False)
+    await memory.admin.opt_out(GUILD, CAROL, delete_stored=False)
     ids = [r.message_id for r in rows]
 
     async def read() -> tuple[list, ...]:
@@ -374,7 +375,7 @@ async def test_reading_only_the_best_matches_first_gives_the_rows_every_match_gi
     corpus += [(day, BOB, "exam notes, exam notes, staff room") for day in range(41, 49)]  # the best, hidden
     for days, author, text in corpus:
         channel = staff if "staff room" in text else CHANNEL
-        await memory.ingest_message(message(text, author=author, channel=channel, at=NOW - timedelta(days=days)))
+        await memory.intake.message(message(text, author=author, channel=channel, at=NOW - timedelta(days=days)))
     await memory.flush()
     searches = [(None, CHANNEL, 5), (BOB, CHANNEL, 3), (None, CHANNEL, 12), (None, staff, 5), (BOB, staff, 20)]
 
@@ -420,7 +421,7 @@ async def test_busy_members_searches_share_everyones_statement_and_find_the_same
     await fill(memory, corpus)
     staff = CHANNEL + 1
     await memory.channels.observe(GUILD, staff, is_private=True)
-    await memory.ingest_message(message("exam exam exam trip", author=BOB, channel=staff, at=NOW))
+    await memory.intake.message(message("exam exam exam trip", author=BOB, channel=staff, at=NOW))
     await memory.flush()
     statements = []
     original = message_store._search_messages
@@ -587,6 +588,6 @@ async def test_a_question_naming_a_member_counts_its_words_and_the_member_once(m
     the searches about them (theirs, everyone's, about them) ask nothing more."""
     await fill(memory)
     counted = _watch_counts(monkeypatch)
-    hits = await memory.recall(GUILD, f"what did <@{BOB}> say about the exam?", now=NOW)
+    hits = await memory.recollection.recall(GUILD, f"what did <@{BOB}> say about the exam?", now=NOW)
     assert hits and len(counted) <= 2  # and the guild's scope, once, where the file is shared
     assert max(s.count("MATCH") for s in counted) >= 3  # exam, Bob's scope and his id, in one statement

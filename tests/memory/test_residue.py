@@ -56,7 +56,7 @@ class World:
     ) -> IncomingMessage:
         m = message(text, author=author, name=name, channel=channel, at=NOW - timedelta(days=days, hours=1))
         m = IncomingMessage(**{**{f: getattr(m, f) for f in m.__dataclass_fields__}, "kind": kind})
-        await self.memory.ingest_message(m)
+        await self.memory.intake.message(m)
         self.ids[key] = m.message_id
         return m
 
@@ -70,7 +70,7 @@ class World:
             Request(GUILD, author, text, channel_id=CHANNEL, message_id=asked.message_id, bot_user_id=BOT)
         )
         reply = message(answer.text, author=BOT, name="Elefant", at=asked.created_at + timedelta(seconds=5))
-        await self.memory.record_reply(reply, members=answer.members, messages=answer.quoted)
+        await self.memory.intake.reply(reply, members=answer.members, messages=answer.quoted)
         self.ids[f"{key} reply"] = reply.message_id
 
 
@@ -85,8 +85,8 @@ async def make_world(engine, settings, llm: LLM) -> World:
     await memory.start()
     responder = Responder(memory, router=None, chatter=lambda request, context: "ok", policy="anyone")
     w = World(memory, responder)
-    memory.note_name(GUILD, ALICE, "alice")
-    memory.note_name(GUILD, BOB, "bob")
+    memory.directory.note_name(GUILD, ALICE, "alice")
+    memory.directory.note_name(GUILD, BOB, "bob")
     await w.say("old quince", "the quince jam recipe is my grandmother's", days=20)
     await w.say("old pomegranate", "my passport word is pomegranate", days=2)
     await w.say("bob old", "lovely weather today", author=BOB, name="bob", days=2, channel=OTHER_CHANNEL)
@@ -100,10 +100,10 @@ async def make_world(engine, settings, llm: LLM) -> World:
     await w.ask("recall", "when did I mention my passport word?", author=BOB)  # quotes alice's message
     await memory.flush()
     for member in (ALICE, BOB):  # summaries, histories, rollups, contexts, last-good contexts
-        assert await memory.get_memories(GUILD, member)
+        assert await memory.recollection.context(GUILD, member)
     assert memory.rollups is not None
     await memory.rollups.earlier(GUILD, ALICE, NOW.date(), wait=True)
-    await memory.recall(GUILD, "passport word pomegranate", channel_id=CHANNEL)  # embeds the candidates
+    await memory.recollection.recall(GUILD, "passport word pomegranate", channel_id=CHANNEL)  # embeds the candidates
     return w
 
 
@@ -118,22 +118,22 @@ async def test_the_world_holds_every_secret_before_anything_is_deleted(world):
     found = await residue(world.memory, ["pomegranate", "tangerine", "mandarin", "kumquat", "quince"], ALICE)
     for where in ("chat_history", "user_facts", "fact_revisions", "daily_summaries", "reply_sources", "cache"):
         assert any(line.startswith(where) for line in found), where  # the search can find each kind of copy
-    assert "pomegranate" in (await world.memory.get_memories(GUILD, ALICE) or "")
+    assert "pomegranate" in (await world.memory.recollection.context(GUILD, ALICE) or "")
     if world.memory.engine.dialect.name == "sqlite":  # the raw files hold the words too, until deleted
         assert files_with(world.memory, ["pomegranate", "tangerine"])
 
 
 async def test_forget_me_leaves_nothing_of_the_member(world):
-    await world.memory.forget_member(GUILD, ALICE)
+    await world.memory.admin.forget_member(GUILD, ALICE)
     assert await residue(world.memory, ["pomegranate", "tangerine", "kumquat", "quince"], ALICE) == []
-    assert await world.memory.get_memories(GUILD, ALICE) is None  # and no lookup re-creates a row about them
-    await world.memory.export(GUILD, ALICE)
-    await world.memory.recall(GUILD, "alice passport", channel_id=CHANNEL)
+    assert await world.memory.recollection.context(GUILD, ALICE) is None  # and no lookup re-creates a row about them
+    await world.memory.admin.export(GUILD, ALICE)
+    await world.memory.recollection.recall(GUILD, "alice passport", channel_id=CHANNEL)
     assert await tables_with(world.memory, ["pomegranate"], ALICE) == []
 
 
 async def test_opt_out_with_delete_leaves_only_the_opt_out(world):
-    await world.memory.opt_out(GUILD, ALICE, delete_stored=True)
+    await world.memory.admin.opt_out(GUILD, ALICE, delete_stored=True)
     assert await residue(world.memory, ["pomegranate", "tangerine", "kumquat"], ALICE) == []
 
 
@@ -141,35 +141,35 @@ async def test_opt_out_with_delete_leaves_only_the_opt_out(world):
 async def test_purges_leave_nothing_of_what_they_purged(world, what):
     memory = world.memory
     if what == "channel":
-        await memory.purge_channel(GUILD, CHANNEL)
+        await memory.admin.purge_channel(GUILD, CHANNEL)
         words, member = ["tangerine", "kumquat", "quince", "mandarin"], None  # her facts are not the channel's
     elif what == "before":
-        await memory.purge_before(GUILD, NOW - timedelta(days=10))
+        await memory.admin.purge_before(GUILD, NOW - timedelta(days=10))
         words, member = ["quince"], None
     else:
-        await memory.purge_guild(GUILD)
+        await memory.admin.purge_guild(GUILD)
         words, member = ["pomegranate", "tangerine", "kumquat", "quince", "weather", "lunch"], ALICE
     assert await residue(memory, words, member) == []
 
 
 async def test_discord_delete_bulk_delete_and_edit_reach_everything_built_on_them(world):
     memory, ids = world.memory, world.ids
-    await memory.ingest_delete([ids["tangerine"]])
-    await memory.ingest_delete([ids["mandarin 1"], ids["mandarin 2"]])
-    await memory.ingest_edit(ids["kumquat"], "never mind", NOW)
-    await memory.ingest_delete([ids["old pomegranate"]])  # the recall answer that quoted it goes too
+    await memory.intake.delete([ids["tangerine"]])
+    await memory.intake.delete([ids["mandarin 1"], ids["mandarin 2"]])
+    await memory.intake.edit(ids["kumquat"], "never mind", NOW)
+    await memory.intake.delete([ids["old pomegranate"]])  # the recall answer that quoted it goes too
     assert await residue(memory, ["tangerine", "mandarin", "kumquat"]) == []
-    assert ids["recall reply"] not in {h.message_id for h in await memory.recall(GUILD, "passport word")}
+    assert ids["recall reply"] not in {h.message_id for h in await memory.recollection.recall(GUILD, "passport word")}
 
 
 async def test_forget_that_removes_the_statement_everywhere_and_keeps_the_rest(engine, settings, llm):
     world = await make_world(engine, settings, llm)  # offline, and the real Gemini client against the stub
     memory = world.memory
     try:
-        assert "pomegranate" in (await memory.facts(GUILD, ALICE) or "")
+        assert "pomegranate" in (await memory.facts.get(GUILD, ALICE) or "")
         await world.ask("forget", "forget that my passport word is pomegranate")
         assert await residue(memory, ["pomegranate"]) == []
-        kept = await memory.recall(GUILD, "alarm code kumquat", channel_id=CHANNEL)
+        kept = await memory.recollection.recall(GUILD, "alarm code kumquat", channel_id=CHANNEL)
         assert any("kumquat" in hit.text for hit in kept)  # what else she said stays
     finally:
         await memory.close()
@@ -198,11 +198,11 @@ async def test_a_build_racing_forget_me_cannot_write_the_member_back(engine, set
     await memory.start()
     try:
         for back in range(1, 4):
-            await memory.ingest_message(message(f"pomegranate day {back}", at=NOW - timedelta(days=back)))
+            await memory.intake.message(message(f"pomegranate day {back}", at=NOW - timedelta(days=back)))
         await memory.flush()
-        await memory.get_memories(GUILD, ALICE)  # the guard answers; the build goes on, held by the model
+        await memory.recollection.context(GUILD, ALICE)  # the guard answers; the build goes on, held by the model
         await asyncio.wait_for(held.started.wait(), 5)
-        await memory.forget_member(GUILD, ALICE)
+        await memory.admin.forget_member(GUILD, ALICE)
         held.release.set()
         await asyncio.sleep(0.2)  # the build finishes with the deleted words in hand
         await memory.close()
@@ -217,7 +217,7 @@ async def test_a_build_racing_forget_me_cannot_write_the_member_back(engine, set
 
 async def test_forget_me_from_another_process_empties_this_ones_caches(world, db_url, tmp_path):
     memory = world.memory
-    assert "pomegranate" in (await memory.get_memories(GUILD, ALICE) or "")
+    assert "pomegranate" in (await memory.recollection.context(GUILD, ALICE) or "")
     env = {**os.environ, "DATABASE_URL": db_url, "PYTHONPATH": str(ROOT)}
     env.pop("GEMINI_API_KEY", None)
     done = await asyncio.to_thread(
@@ -236,14 +236,14 @@ async def test_forget_me_from_another_process_empties_this_ones_caches(world, db
             break
         await asyncio.sleep(0.1)
     assert await residue(memory, ["pomegranate", "tangerine"], ALICE) == []
-    assert await memory.get_memories(GUILD, ALICE) is None
+    assert await memory.recollection.context(GUILD, ALICE) is None
 
 
 async def test_a_reply_built_from_an_opted_out_members_words_is_not_stored(world):
     memory = world.memory
-    await memory.opt_out(GUILD, BOB, delete_stored=False)
+    await memory.admin.opt_out(GUILD, BOB, delete_stored=False)
     await world.ask("bob remembers", "remember that my bike lock is 7301 persimmon", author=BOB)
-    assert "persimmon" in (await memory.facts(GUILD, BOB) or "")  # he asked for that explicitly …
+    assert "persimmon" in (await memory.facts.get(GUILD, BOB) or "")  # he asked for that explicitly …
     found = await tables_with(memory, ["persimmon"], None)
     assert found and all(line.startswith(("user_facts", "fact_revisions", "chat_fts", "summary_fts")) for line in found)
     # … but neither his request nor the bot's reply quoting it is stored as a message.
@@ -268,9 +268,9 @@ async def test_deletions_are_followed_by_a_rewrite_of_the_sqlite_file(sqlite_tem
     try:
         for i in range(400):
             author, name = (ALICE, "alice") if i % 2 else (BOB, "bob")
-            await memory.ingest_message(message(f"persimmon {i} " + "words " * 40, author=author, name=name))
+            await memory.intake.message(message(f"persimmon {i} " + "words " * 40, author=author, name=name))
         await memory.flush()
-        await memory.forget_member(GUILD, ALICE)
+        await memory.admin.forget_member(GUILD, ALICE)
         await memory.flush()
         async with engine.connect() as connection:
             freed = (await connection.exec_driver_sql("PRAGMA freelist_count")).scalar()

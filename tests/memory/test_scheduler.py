@@ -57,8 +57,8 @@ async def make(engine, settings, stub):
 async def seed(memory: MemoryManager, days_back: list[int], *, guild: int = GUILD, hour: int = 10) -> None:
     for back in days_back:
         at = NOON.replace(hour=hour) - timedelta(days=back)
-        await memory.ingest_message(message(f"Ana on day -{back}", guild=guild, at=at, name="Ana"))
-        await memory.ingest_message(message(f"Bob on day -{back}", guild=guild, author=BOB, name="Bob", at=at))
+        await memory.intake.message(message(f"Ana on day -{back}", guild=guild, at=at, name="Ana"))
+        await memory.intake.message(message(f"Bob on day -{back}", guild=guild, author=BOB, name="Bob", at=at))
     await memory.flush()
 
 
@@ -92,8 +92,8 @@ async def test_a_guild_day_is_summarised_after_its_own_local_midnight_plus_jitte
     monkeypatch.setattr(scheduling.random, "uniform", lambda low, high: high)  # the latest the jitter allows
     clock = FakeClock(datetime(2026, 11, 20, 14, 30, tzinfo=UTC))  # 23:30 in Tokyo
     memory = await make(clock, summary_jitter_seconds=600)
-    await memory.set_timezone(GUILD, "Asia/Tokyo")
-    await memory.ingest_message(message("late in Tokyo", at=clock.now()))
+    await memory.admin.set_timezone(GUILD, "Asia/Tokyo")
+    await memory.intake.message(message("late in Tokyo", at=clock.now()))
     await memory.flush()
     scheduler = memory.scheduler
     assert scheduler is not None
@@ -156,7 +156,7 @@ async def test_a_deletion_during_a_scheduled_build_is_never_written_back(make, s
     job = asyncio.create_task(memory.scheduler.catch_up())
     while not stub.requests:  # noqa: ASYNC110 - the model is summarising the day, Bob's message in it
         await asyncio.sleep(0.01)
-    await memory.forget_member(GUILD, BOB)
+    await memory.admin.forget_member(GUILD, BOB)
     await job
     async with memory.sessions() as session:
         users = set(await session.scalars(select(DailySummary.user_id)))

@@ -43,19 +43,19 @@ async def memory(engine, settings):
 
 
 async def test_a_question_after_forget_does_not_join_a_build_from_before_it(memory):
-    memory.note_name(GUILD, ALICE, "alice", "alice")
-    await memory.remember(GUILD, ALICE, "alice likes green tea", requested_by=ALICE)
-    await memory.ingest_message(message("I like green tea, and I am training for a marathon", at=T0))
-    await memory.ingest_message(message("lovely weather for a run", at=T0 + minutes(1)))
+    memory.directory.note_name(GUILD, ALICE, "alice", "alice")
+    await memory.facts.remember(GUILD, ALICE, "alice likes green tea", requested_by=ALICE)
+    await memory.intake.message(message("I like green tea, and I am training for a marathon", at=T0))
+    await memory.intake.message(message("lovely weather for a run", at=T0 + minutes(1)))
     await memory.flush()
 
-    first = await memory.get_memories(GUILD, ALICE)  # the guard answers; the build waits on the model
+    first = await memory.recollection.context(GUILD, ALICE)  # the guard answers; the build waits on the model
     assert first is not None and "green tea" in first
-    change = await memory.forget(GUILD, ALICE, "I like green tea", requested_by=ALICE)
+    change = await memory.facts.forget(GUILD, ALICE, "I like green tea", requested_by=ALICE)
     assert change.found and "green tea" not in change.after
     # The next question is patient: whatever it gets is a finished build, and it must be one from after forget.
     memory.settings.memory_wait_seconds = 5 * SLOW_SUMMARY
-    after = await memory.get_memories(GUILD, ALICE)
+    after = await memory.recollection.context(GUILD, ALICE)
     # A context of the day built after the forget (the message now reads "I am training for a marathon") repeats
     # nothing forgotten.
     assert after is not None and "marathon" in after

@@ -56,7 +56,7 @@ async def make(engine, settings, stub):
 async def seed(memory: MemoryManager, day: datetime, authors=((ALICE, "Ana"), (BOB, "Bob"), (CAROL, "Carol"))):
     for i, (author, name) in enumerate(authors):
         for j in range(3):
-            await memory.ingest_message(
+            await memory.intake.message(
                 message(
                     f"{name} message {j} on {day:%m-%d}",
                     author=author,
@@ -89,7 +89,7 @@ async def test_fifty_concurrent_cold_calls_make_one_daily_call(make, stub):
     await seed(memory, NOON - timedelta(hours=1))
     stub.latency = 0.1
     users = [ALICE, BOB, CAROL] * 17
-    results = await asyncio.gather(*(memory.get_memories(GUILD, u) for u in users[:50]))
+    results = await asyncio.gather(*(memory.recollection.context(GUILD, u) for u in users[:50]))
     assert all(r for r in results)
     assert daily_calls(stub) == 1
 
@@ -111,10 +111,10 @@ async def test_current_day_refreshes_hourly(make, stub):
 async def test_latency_guard_answers_within_about_a_second_with_a_slow_model(make, stub):
     memory = await make(memory_wait_seconds=1.0)
     await seed(memory, NOON - timedelta(hours=1))
-    await memory.remember(GUILD, ALICE, "Ana is vegetarian", requested_by=ALICE)
+    await memory.facts.remember(GUILD, ALICE, "Ana is vegetarian", requested_by=ALICE)
     stub.latency = 5.0
     started = time.perf_counter()
-    context = await memory.get_memories(GUILD, ALICE)
+    context = await memory.recollection.context(GUILD, ALICE)
     assert time.perf_counter() - started < 1.5
     assert context is not None and "Ana is vegetarian" in context
     assert f"context build for a member of guild {GUILD}" in running()  # it goes on to warm the caches
@@ -128,23 +128,23 @@ async def test_llm_down_still_returns_facts(make, stub):
     memory = await make(offline=OfflineProvider())  # facts merge offline while the model is down
     await seed(memory, NOON - timedelta(hours=1))
     stub.responder = lambda request: error(500)
-    await memory.remember(GUILD, ALICE, "Ana is vegetarian", requested_by=ALICE)
-    context = await memory.get_memories(GUILD, ALICE)
+    await memory.facts.remember(GUILD, ALICE, "Ana is vegetarian", requested_by=ALICE)
+    context = await memory.recollection.context(GUILD, ALICE)
     assert context is not None and context.startswith("Facts: Ana is vegetarian.")
 
 
 async def test_merged_context_is_cached_by_content(make, stub):
     memory = await make()
     await seed(memory, NOON - timedelta(hours=1))
-    first = await memory.get_memories(GUILD, ALICE)
+    first = await memory.recollection.context(GUILD, ALICE)
     calls = len(stub.requests)
     assert first is not None and first.startswith("MERGED")
-    assert await memory.get_memories(GUILD, ALICE) == first and len(stub.requests) == calls
-    reports = memory.cache_reports()  # what /memory-admin stats shows
+    assert await memory.recollection.context(GUILD, ALICE) == first and len(stub.requests) == calls
+    reports = memory.admin.cache_reports()  # what /memory-admin stats shows
     assert (reports["merged context"].hits, reports["merged context"].misses) == (1, 1)
     assert reports["today"].hit_rate == 0.5 and reports["facts"].size == 1
-    await memory.remember(GUILD, ALICE, "Ana is vegetarian", requested_by=ALICE)  # facts changed: re-merge
-    again = await memory.get_memories(GUILD, ALICE)
+    await memory.facts.remember(GUILD, ALICE, "Ana is vegetarian", requested_by=ALICE)  # facts changed: re-merge
+    again = await memory.recollection.context(GUILD, ALICE)
     assert again is not None and "Ana is vegetarian" in again
 
 
@@ -159,9 +159,9 @@ async def test_facts_survive_a_merge_that_leaves_them_out_and_the_budget_holds(m
 
     memory = await make(context_token_budget=300)
     await seed(memory, NOON - timedelta(hours=1))
-    await memory.remember(GUILD, ALICE, "Ana is vegetarian and lives in Porto", requested_by=ALICE)
+    await memory.facts.remember(GUILD, ALICE, "Ana is vegetarian and lives in Porto", requested_by=ALICE)
     stub.responder = forgetful
-    context = await memory.get_memories(GUILD, ALICE)
+    context = await memory.recollection.context(GUILD, ALICE)
     assert context is not None and context.startswith("Facts: Ana is vegetarian and lives in Porto.")
     assert "Notes: Ana spent the day on launch plans." in context and estimate_tokens(context) <= 300
     merge = " ".join(next(r for r in stub.requests if "<today>" in r.prompt_text).prompt_text.split())
@@ -171,7 +171,7 @@ async def test_facts_survive_a_merge_that_leaves_them_out_and_the_budget_holds(m
 
 async def test_nothing_known_is_none(make):
     memory = await make()
-    assert await memory.get_memories(GUILD, ALICE) is None
+    assert await memory.recollection.context(GUILD, ALICE) is None
 
 
 async def test_opted_out_members_never_reach_a_prompt(make, stub):
@@ -188,7 +188,7 @@ async def test_opted_out_members_never_reach_a_prompt(make, stub):
 async def test_a_large_day_is_chunked_and_merged(make, stub):
     memory = await make(daily_input_tokens=1000)
     for i in range(120):
-        await memory.ingest_message(
+        await memory.intake.message(
             message(
                 f"Ana talks about topic {i} " + "word " * 20,
                 author=ALICE,
@@ -239,36 +239,36 @@ async def test_a_guild_time_zone_moves_its_day_boundaries(make, stub):
 
     memory = await make()
     # 23:30 UTC on the 19th is already the 20th in Tokyo.
-    await memory.ingest_message(
+    await memory.intake.message(
         message("late night", author=ALICE, name="Ana", at=NOON.replace(day=19, hour=23, minute=30))
     )
     await memory.flush()
     assert memory.summaries is not None
     assert ALICE in await memory.summaries.past_day(GUILD, (NOON - timedelta(days=1)).date())
-    await memory.set_timezone(GUILD, "Asia/Tokyo")
+    await memory.admin.set_timezone(GUILD, "Asia/Tokyo")
     assert memory.summaries.zone(GUILD) == "Asia/Tokyo"
     tokyo_today = await memory.summaries.today(GUILD, NOON)
     assert ALICE in tokyo_today
     fresh = await make()
     assert fresh.summaries is not None and fresh.summaries.zone(GUILD) == "Asia/Tokyo"
     with pytest.raises(zoneinfo.ZoneInfoNotFoundError):
-        await memory.set_timezone(GUILD, "Mars/Olympus")
+        await memory.admin.set_timezone(GUILD, "Mars/Olympus")
 
 
 async def test_excluding_a_channel_drops_the_summaries_that_saw_it(make, stub):
     memory = await make()
     yesterday = NOON - timedelta(days=1)
     side = CHANNEL + 7
-    await memory.ingest_message(message("the launch date is March 3", channel=side, at=yesterday))
-    await memory.ingest_message(message("hello all", at=yesterday + timedelta(minutes=1)))
+    await memory.intake.message(message("the launch date is March 3", channel=side, at=yesterday))
+    await memory.intake.message(message("hello all", at=yesterday + timedelta(minutes=1)))
     await memory.flush()
     assert memory.summaries is not None
     assert "launch date" in (await memory.summaries.past_day(GUILD, yesterday.date()))[ALICE]
-    dropped = await memory.set_channel_mode(GUILD, side, "exclude")
+    dropped = await memory.admin.set_channel_mode(GUILD, side, "exclude")
     assert dropped["daily_summaries"] == 1
     again = await memory.summaries.past_day(GUILD, yesterday.date())  # rebuilt without the channel
     assert "launch date" not in again[ALICE] and "hello all" in again[ALICE] and daily_calls(stub) == 2
-    assert await memory.set_channel_mode(GUILD, side, "exclude") == Counter()  # no change, nothing dropped
+    assert await memory.admin.set_channel_mode(GUILD, side, "exclude") == Counter()  # no change, nothing dropped
 
 
 async def test_closing_stops_a_rollup_build_running_in_the_background(make, stub):
@@ -288,10 +288,10 @@ async def test_rollups_summarise_older_weeks_once_and_persist_them(make, stub):
     for back in (20, 45):
         await seed(memory, NOON - timedelta(days=back))
     stub.latency = 1.0  # a reply that waited for even one model call would miss the 0.5 s below
-    assert await asyncio.wait_for(memory.get_memories(GUILD, ALICE), 0.5) is None  # not rolled up yet
+    assert await asyncio.wait_for(memory.recollection.context(GUILD, ALICE), 0.5) is None  # not rolled up yet
     stub.latency = 0.0
     await memory.rollups.earlier(GUILD, ALICE, NOON.date(), wait=True)  # joins the build started in background
-    context = await memory.get_memories(GUILD, ALICE)
+    context = await memory.recollection.context(GUILD, ALICE)
     assert context is not None and "earlier=[" in context
     earlier = context.split("earlier=[", 1)[1]
     week_of = (NOON - timedelta(days=20)).date()
@@ -300,5 +300,5 @@ async def test_rollups_summarise_older_weeks_once_and_persist_them(make, stub):
     calls = sum('<day date="' in r.prompt_text for r in stub.requests)
     assert calls == 2  # one per week with anything in it; empty periods are stored without a call
     fresh = await make()  # another process: rollups come from SQL
-    assert await fresh.get_memories(GUILD, ALICE) == context
+    assert await fresh.recollection.context(GUILD, ALICE) == context
     assert sum('<day date="' in r.prompt_text for r in stub.requests) == calls

@@ -12,20 +12,20 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.lifecycle import keep
+from bot.llm.budget import assemble, memory_sections, with_facts
 from bot.llm.client import LLM
 from bot.llm.prompts import when
 from bot.llm.tokens import estimate_tokens, trim_to_tokens
 from bot.llm.types import LLMError
-from bot.llm.budget import assemble, memory_sections, with_facts
 from bot.memory.caches import CacheReport, CountingLRU, drop_entries
 from bot.memory.clock import Clock, local_day
 from bot.memory.coherence import Generations
-from bot.memory.summaries.extract import extract
 from bot.memory.facts.store import FactsStore
 from bot.memory.flight import SingleFlight
 from bot.memory.names import NameDirectory
-from bot.memory.summaries.rollups import Rollups
 from bot.memory.summaries.daily import Summaries
+from bot.memory.summaries.extract import extract
+from bot.memory.summaries.rollups import Rollups
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -150,10 +150,8 @@ class ContextBuilder:
             return None
         budget = self._settings.context_token_budget
         key = (guild_id, user_id, "|".join(_digest(p) for p in (facts, today, history, earlier)))
-        try:
-            return self._merged[key]
-        except KeyError:
-            pass
+        if (cached := self._merged.lookup(key)) is not None:
+            return cached
         if not (today or history or earlier):
             merged = trim_to_tokens(facts, budget)  # nothing to merge: facts alone are the context
         else:

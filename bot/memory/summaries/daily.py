@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
-from datetime import date, datetime, timedelta
+from collections.abc import Callable, Sequence
+from datetime import date, datetime
 from typing import TypeVar
 from zoneinfo import ZoneInfo
 
@@ -18,11 +18,11 @@ from bot.llm.schemas import DailySummaries
 from bot.llm.tokens import estimate_tokens, trim_to_chars
 from bot.llm.types import LLMError
 from bot.memory.caches import CacheReport, CountingLRU, CountingTTL, drop_entries
-from bot.memory.summaries.claims import Claims
-from bot.memory.clock import Clock, day_bounds, local_day
+from bot.memory.clock import Clock, day_bounds, history_days, local_day
 from bot.memory.coherence import Generations
 from bot.memory.flight import SingleFlight
 from bot.memory.names import NameDirectory, unnamed
+from bot.memory.summaries.claims import Claims
 from bot.settings import Settings
 from bot.text import MENTION
 from db import changes
@@ -48,6 +48,7 @@ class Summaries:
         *,
         generations: Generations | None = None,
         claims: Claims | None = None,
+        zone: Callable[[int], str] | None = None,
     ) -> None:
         self._sessions = sessions
         self._generations = generations or Generations()
@@ -62,7 +63,7 @@ class Summaries:
         self._history: CountingLRU[tuple[int, int, date], str] = CountingLRU(65536)
         self._flight = SingleFlight()
         self.batch_calls = 0
-        self.zones: dict[int, str] = {}  # per-guild time zones, loaded and kept by MemoryManager
+        self._zone = zone or (lambda _guild_id: settings.default_timezone)  # bot/memory/choices.py owns zones
 
     async def close(self) -> None:
         """Stop the builds still running (what they finished is stored; the rest is built next time)."""
@@ -79,7 +80,7 @@ class Summaries:
 
     def zone(self, guild_id: int) -> str:
         """The guild's time zone: its own setting, else DEFAULT_TIMEZONE."""
-        return self.zones.get(guild_id, self._settings.default_timezone)
+        return self._zone(guild_id)
 
     def _today_key(self, guild_id: int, now: datetime) -> tuple[int, str]:
         return (guild_id, now.astimezone(ZoneInfo(self.zone(guild_id))).strftime("%Y-%m-%d-%H"))
@@ -92,10 +93,8 @@ class Summaries:
     async def today(self, guild_id: int, now: datetime) -> dict[int, str]:
         """Today's summaries so far, recomputed at most once per clock hour."""
         key = self._today_key(guild_id, now)
-        try:
-            return self._today[key]
-        except KeyError:
-            pass
+        if (cached := self._today.lookup(key)) is not None:
+            return cached
         # A build begun before a change must not be joined after it: the generation is part of every key.
         flight = ("today", *key, self._generations.of(guild_id))
         return await self._flight.run(flight, lambda: self._compute_today(guild_id, now, key))
@@ -111,10 +110,8 @@ class Summaries:
 
     async def past_day(self, guild_id: int, day: date) -> dict[int, str]:
         """A finished day's summaries: LRU, then SQL, else one batch call whose result is persisted."""
-        try:
-            return self._past[(guild_id, day)]
-        except KeyError:
-            pass
+        if (cached := self._past.lookup((guild_id, day))) is not None:
+            return cached
         flight = ("day", guild_id, day, self._generations.of(guild_id))
         return await self._flight.run(flight, lambda: self._load_or_compute_day(guild_id, day))
 
@@ -152,10 +149,8 @@ class Summaries:
 
     async def stored_day(self, guild_id: int, day: date) -> dict[int, str] | None:
         """A finished day's summaries if they were made already (LRU, then SQL); None: never asks the model."""
-        try:
-            return self._past[(guild_id, day)]
-        except KeyError:
-            pass
+        if (cached := self._past.lookup((guild_id, day))) is not None:
+            return cached
         generation = self._generations.of(guild_id)
         async with self._sessions() as session:
             stored = await store.stored_day(session, guild_id, day)
@@ -195,7 +190,7 @@ class Summaries:
 
     async def history(self, guild_id: int, user_id: int, today: date) -> str:
         """Days 2–7 for one member: a dated historical summary, or the daily summaries themselves."""
-        days = [today - timedelta(days=k) for k in range(6, 0, -1)]
+        days = history_days(today)
         generation = self._generations.of(guild_id)  # before the inputs: a change after them makes them stale
         found = await self.past_days(guild_id, days)
         dailies = [(d.isoformat(), text) for d, day in zip(days, found, strict=True) if (text := day.get(user_id, ""))]
@@ -205,10 +200,8 @@ class Summaries:
         if self._settings.history_mode == "daily":
             return joined
         key = (guild_id, user_id, today)
-        try:
-            return self._history[key]
-        except KeyError:
-            pass
+        if (cached := self._history.lookup(key)) is not None:
+            return cached
         return await self._flight.run(
             ("history", *key, generation), lambda: self._compute_history(key, dailies, joined, generation)
         )

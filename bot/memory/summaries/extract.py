@@ -9,16 +9,14 @@ summary when the scheduler has made it already, else that day's lines — which 
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.llm.offline import summarise_day
-from bot.memory.clock import day_bounds, local_day
+from bot.memory.clock import day_bounds, history_days, local_day
 from bot.memory.summaries.daily import Summaries
 from db import summaries as store
-
-WEEK = 6  # days 2–7, as the history covers them
 
 
 async def extract(
@@ -27,7 +25,7 @@ async def extract(
     """(today, the week before) for one member, from stored summaries where they exist, else their own lines."""
     zone = summaries.zone(guild_id)
     today = local_day(now, zone)
-    days = [today - timedelta(days=k) for k in range(WEEK, 0, -1)]
+    days = history_days(today)
     start, _ = day_bounds(days[0], zone)
     async with sessions() as session:  # one indexed read: the member's own week, at most a few hundred rows
         rows = await store.member_messages(session, guild_id, user_id, start, now)

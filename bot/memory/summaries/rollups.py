@@ -19,11 +19,11 @@ from bot.llm.client import LLM
 from bot.llm.prompts import when, xml_text
 from bot.llm.types import LLMError
 from bot.memory.caches import CountingLRU, drop_entries
-from bot.memory.summaries.claims import Claims
-from bot.memory.clock import Clock
+from bot.memory.clock import Clock, history_days
 from bot.memory.coherence import Generations
 from bot.memory.flight import SingleFlight
 from bot.memory.names import NameDirectory
+from bot.memory.summaries.claims import Claims
 from bot.memory.summaries.daily import Summaries
 from db import changes
 from db import summaries as store
@@ -42,7 +42,7 @@ def periods(today: date, *, weeks: int = WEEKS, months: int = MONTHS) -> tuple[l
     weeks and months leave no gap; the few days between the newest complete week and the last-week window
     (days 2–7) are returned as loose days, whose daily summaries are used as they are.
     """
-    boundary = today - timedelta(days=6)  # days 2–7 (today-6 … today-1) belong to the last-week history
+    boundary = history_days(today)[0]  # days 2–7 belong to the last-week history
     week_end = boundary - timedelta(days=boundary.weekday())  # the Monday on or before the boundary
     loose = [week_end + timedelta(days=k) for k in range((boundary - week_end).days)]
     month_start = (week_end - timedelta(days=7 * weeks)).replace(day=1)
@@ -136,10 +136,8 @@ class Rollups:
         None: not stored, and not built (not asked to, or the model failed: it is tried again next time).
         """
         key = (guild_id, user_id, period.kind, period.start)
-        try:
-            return self._cache[key]
-        except KeyError:
-            pass
+        if (cached := self._cache.lookup(key)) is not None:
+            return cached
         generation = self._generations.of(guild_id)
         async with self._sessions() as session:
             stored = await store.stored_rollup(session, guild_id, user_id, period)

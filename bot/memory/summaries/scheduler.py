@@ -30,8 +30,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bot.lifecycle import spawn
 from bot.llm.types import LLMError, LLMUnavailableError
 from bot.memory.clock import Clock, day_bounds, local_day
-from bot.memory.summaries.rollups import periods
 from bot.memory.summaries.daily import Summaries
+from bot.memory.summaries.rollups import periods
 from db import summaries as store
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.llm.embeddings import Embedder, Task
-from bot.memory.vector_index import VectorIndex, quantize
+from bot.memory.recall.vectors import VectorIndex, quantize
 from bot.settings import Settings
 from db import vectors as store
 from db.records import MessageVector

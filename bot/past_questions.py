@@ -22,7 +22,7 @@ async def find(
     memory: MemoryManager, request: Request, *, now: datetime | None = None, limit: int = CITED
 ) -> list[Hit]:
     """The best hits for a question, searched from the channel it was asked in."""
-    return await memory.recall(request.guild_id, request.text, channel_id=request.channel_id, now=now, limit=limit)
+    return await memory.recollection.recall(request.guild_id, request.text, channel_id=request.channel_id, now=now, limit=limit)
 
 
 async def cite(memory: MemoryManager, hits: list[Hit], now: datetime) -> list[str]:
@@ -31,9 +31,9 @@ async def cite(memory: MemoryManager, hits: list[Hit], now: datetime) -> list[st
     if not hits:
         return []
     guild_id = hits[0].guild_id
-    names = await memory.display_names(guild_id, {hit.user_id for hit in hits})
-    bodies = await memory.render_all_mentions(guild_id, [hit.text for hit in hits], at=False)
-    zone = memory.zone(guild_id)
+    names = await memory.directory.display_names(guild_id, {hit.user_id for hit in hits})
+    bodies = await memory.directory.render_all_mentions(guild_id, [hit.text for hit in hits], at=False)
+    zone = memory.directory.zone(guild_id)
     lines = []
     for hit, rendered in zip(hits, bodies, strict=True):
         name = names.get(hit.user_id, unnamed(hit.user_id))

@@ -1,0 +1,147 @@
+"""Intake: what the listener, the importer and the responder hand to memory — messages, edits, deletes, the
+bot's own replies, members' names and channels' privacy. Nothing here waits on the database (write-behind).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import fields
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from bot.memory.changes import Changes
+from bot.memory.choices import Choices
+from bot.memory.clock import Clock
+from bot.memory.intake.channels import ChannelScopes
+from bot.memory.intake.queue import StoredCounts, WriteBehindQueue
+from bot.memory.intake.window import ChannelWindow
+from bot.memory.names import NameDirectory
+from db.messages import DeadLetter
+from db.records import (
+    IncomingMessage,
+    Kind,
+    MessageDelete,
+    MessageEdit,
+    MessageKind,
+    RefusedRecordError,
+    ReplySource,
+    normalised,
+)
+
+if TYPE_CHECKING:
+    from bot.memory.recall.embedding import EmbeddingWorker
+    from bot.memory.summaries.scheduler import SummaryScheduler
+
+
+class Intake:
+    """The way in for everything said in a guild."""
+
+    def __init__(
+        self,
+        queue: WriteBehindQueue,
+        *,
+        choices: Choices,
+        names: NameDirectory,
+        channels: ChannelScopes,
+        window: ChannelWindow,
+        changes: Changes,
+        clock: Clock,
+        scheduler: SummaryScheduler | None = None,
+        embedding: EmbeddingWorker | None = None,
+    ) -> None:
+        self._queue = queue
+        self._choices = choices
+        self._names = names
+        self._channels = channels
+        self._window = window
+        self._changes = changes
+        self._clock = clock
+        self._scheduler = scheduler
+        self._embedding = embedding
+        # Whether a channel or thread is private (and a thread's parent), recorded as its messages arrive.
+        self.channel = channels.observe
+
+    async def message(self, message: IncomingMessage, *, wait: bool = False, embed_now: bool = True) -> bool:
+        """Queue a guild message for storage; False when its author opted out (nothing is kept).
+
+        Never waits for storage: a full queue overflows to disk. `wait=True` (the importer, benchmarks) waits
+        for room instead, so a bulk load does not outrun the database. `embed_now=False` (an import) leaves the
+        message to the embedding backlog, which reads it from the database: noting every message of a large
+        export would hold all their text in memory.
+        """
+        if self._choices.opted_out(message.guild_id, message.author_id):
+            return False
+        try:
+            message = normalised(message)  # type: ignore[assignment]
+        except RefusedRecordError as exc:
+            await self._queue.put(DeadLetter(message, str(exc)), wait=wait)  # counted and logged once by the queue
+            return True
+        self._names.note(message.guild_id, message.author_id, message.author_name, message.author_username)
+        if self._scheduler is not None:
+            self._scheduler.note_guild(message.guild_id)
+        self._window.add(message)
+        if not self._queue.offer(message):  # the common case costs no extra coroutine
+            await self._queue.put(message, wait=wait)
+        if embed_now and self._embedding is not None and message.kind != Kind.BOT:
+            self._embedding.note(
+                message.message_id, message.guild_id, message.content, message.author_id, message.created_at
+            )
+        return True
+
+    async def edit(self, message_id: int, content: str, edited_at: datetime) -> None:
+        """Queue new text for a stored message (what was built from the old text follows once it is stored)."""
+        try:
+            edit = normalised(MessageEdit(message_id, content, edited_at))
+        except RefusedRecordError:
+            return  # no stored message has an impossible id
+        assert isinstance(edit, MessageEdit)
+        self._window.edit(message_id, edit.content)
+        await self._queue.put(edit)
+
+    async def delete(self, message_ids: Iterable[int]) -> None:
+        """Queue the removal of one or many messages (bulk deletes included) and of what was built from them."""
+        ids = tuple(message_ids)
+        self._window.delete(ids)
+        if ids:
+            await self._queue.put(normalised(MessageDelete(ids)))
+
+    async def mark_command(self, message_id: int) -> None:
+        """A stored message turned out to be a command to the bot: it is no news for summaries."""
+        await self._queue.put(MessageKind(message_id, Kind.COMMAND))
+
+    async def reply(self, reply: IncomingMessage, *, members: Iterable[int], messages: Iterable[int] = ()) -> bool:
+        """Store one of the bot's own replies with what it was built from (members' data, quoted messages).
+
+        A reply built from an opted-out member's data is not stored (False). Deleting any of its sources
+        (forget-me, a purge, a Discord delete, "forget that …") deletes the reply too.
+        """
+        sources, quoted = set(members), set(messages)
+        if any(self._choices.opted_out(reply.guild_id, member) for member in sources):
+            return False
+        self._window.add(reply, members=sources, quoted=quoted)
+        await self._queue.put(normalised(IncomingMessage(**{**_fields(reply), "kind": Kind.BOT})))
+        for member in sorted(sources):
+            await self._queue.put(ReplySource(reply.message_id, reply.guild_id, user_id=member))
+        for message_id in sorted(quoted):
+            await self._queue.put(ReplySource(reply.message_id, reply.guild_id, message_id=message_id))
+        return True
+
+    async def member(self, guild_id: int, user_id: int, display_name: str, username: str | None) -> None:
+        """A member changed their name: resolve and render them by the new one from now on."""
+        if self._choices.opted_out(guild_id, user_id):  # not stored, as their messages are not
+            return
+        self._names.note(guild_id, user_id, display_name, username)
+        await self._names.store(guild_id, user_id, display_name, username, at=self._clock.now())
+
+    async def names_stored(self, guild_id: int) -> None:
+        """Names were stored in bulk (an import): every process reads the guild's names again."""
+        await self._changes.changed(guild_id, None, "names")
+
+    def stored_so_far(self) -> StoredCounts:
+        """Messages this process has stored new, found stored already, and kept as dead letters (counters)."""
+        stats = self._queue.stats
+        return StoredCounts(stats.new_messages, stats.known_messages, stats.dead_letters)
+
+
+def _fields(message: IncomingMessage) -> dict[str, Any]:
+    return {field.name: getattr(message, field.name) for field in fields(message)}

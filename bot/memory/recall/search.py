@@ -1,0 +1,277 @@
+"""The Recall service: a question's candidates from the words (full-text) and the meaning (vectors) halves,
+read back through the SQL read scope and ranked (see ranking.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import date, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import numpy as np
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from bot.llm.local_embedder import NotReady
+from bot.memory.recall.question import Question
+from bot.memory.recall.ranking import RELEVANT_COSINE, Found, Hit, counts_of, rank_messages, rank_summaries
+from bot.memory.recall.snippets import Snippet, snippets_of
+from bot.memory.recall.vectors import VectorIndex
+from bot.text import WORD, stem
+from db.search import messages as message_store
+from db.search import planner
+from db.search import summaries as summary_store
+from db.search import turns as turn_store
+from db.search.types import Search, SummaryRow, Turn
+
+log = logging.getLogger(__name__)
+POOL = 120  # full-text candidates, whatever the number of results asked for
+MEMBER_POOL = 200  # a named member's own candidates (and those of the time asked about)
+VECTOR_POOL = 200
+EncodeQuery = Callable[[str], Awaitable[np.ndarray]]
+Window = tuple[datetime, datetime]
+
+
+@dataclass
+class Options:
+    """Which parts of recall run (all by default; the benchmark's ablations switch them off)."""
+
+    text: bool = True
+    vectors: bool = True
+    neighbours: bool = True
+    time: bool = True
+    who: bool = True
+
+
+class Recall:
+    """Conversation-aware hybrid recall over one database, either dialect."""
+
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        *,
+        half_life_days: float,
+        index: VectorIndex | None = None,
+        encode_query: EncodeQuery | None = None,
+    ) -> None:
+        self._sessions = sessions
+        self.half_life_days = half_life_days
+        self._index = index
+        self._encode = encode_query
+        self.options = Options()
+
+    async def find(
+        self,
+        guild_id: int,
+        question: Question,
+        *,
+        now: datetime,
+        zone: str = "UTC",
+        here: int | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        user_id: int | None = None,
+        summaries: bool = True,
+        encoding: asyncio.Event | None = None,
+        light: bool = False,
+    ) -> Found:
+        """Ranked message hits and summary hits for a question asked in `here` (its own channel may be private);
+        without `summaries`, no summary hits (chat has no use for them: `find_summaries` gets them later).
+        `encoding` is set once the question has gone to the encoder (or will not). `light` (a chat, which is told
+        relevant hits only): of the nearest messages, only those of RELEVANT_COSINE or more are read and ranked
+        (an approximation: see docs/architecture.md)."""
+        terms = tuple(question.terms) if self.options.text else ()
+        search = Search(guild_id, terms, now, here, POOL, user_id=user_id, since=since, until=until)
+        window = question.window if self.options.time else None
+        members = question.members if self.options.who else {}
+        tz = ZoneInfo(zone)
+        # The meaning half runs beside the words half, on a session of its own: the question's vector, its nearest
+        # messages and their rows come while the full-text search runs.
+        embedding_task = asyncio.ensure_future(self._embed_question(guild_id, question, encoding))
+        floor = RELEVANT_COSINE if light else -1.0
+        nearest_task = asyncio.ensure_future(self._nearest(search, embedding_task, list(members), window, floor))
+        try:
+            async with self._sessions() as session:
+                turns, summary_rows = await _by_words(session, search, members, window, tz if summaries else None)
+            stems = {stem(w) for w in question.terms}
+            counted = {m: counts_of(stems, t.text) for m, t in turns.items()}  # ranking's work, while rows are read
+            query, cosine, near = await nearest_task
+        finally:
+            _stop(nearest_task, embedding_task)  # a failed or cancelled search: the other half is wanted no more
+        for turn in near:
+            turns.setdefault(turn.message_id, turn)
+        if query is not None and self._index is not None:  # the words' candidates get their cosine too
+            cosine |= await self._index.similarity(guild_id, query, [m for m in turns if m not in cosine])
+        hits = rank_messages(
+            guild_id, question.terms, list(turns.values()), cosine, now=now, window=window, members=members,
+            half_life_days=self.half_life_days, words=self.options.text, counted=counted,
+        )  # fmt: skip
+        return hits, rank_summaries(guild_id, terms, summary_rows, tz)
+
+    async def find_summaries(
+        self, guild_id: int, question: Question, *, now: datetime, zone: str = "UTC", user_id: int | None = None
+    ) -> list[Hit]:
+        """`find`'s summary hits alone (a search begun before the route was known leaves them out)."""
+        terms = question.terms if self.options.text else []
+        if not terms:
+            return []
+        named = [m for m in (question.members if self.options.who else {}) if user_id in (None, m)]
+        tz = ZoneInfo(zone)
+        async with self._sessions() as session:
+            rows = await _summary_rows(
+                session, guild_id, terms, [user_id, *named], since=None, until=None, now=now, tz=tz
+            )
+        return rank_summaries(guild_id, terms, rows, tz)
+
+    async def snippets(self, guild_id: int, hits: list[Hit], *, here: int | None) -> list[Snippet]:
+        """The best hits with the turns around them, merged where they touch, best first."""
+        return await snippets_of(self._sessions, guild_id, hits, here=here, neighbours=self.options.neighbours)
+
+    async def _embed_question(
+        self, guild_id: int, question: Question, encoding: asyncio.Event | None = None
+    ) -> np.ndarray | None:
+        """The question's vector (None: no vectors for this question). `encoding` is set at once: nothing in this
+        step waits until the encoder has the question."""
+        if encoding is not None:
+            encoding.set()
+        if self._index is None or self._encode is None or not self.options.vectors:
+            return None
+        if not self._index.loaded(guild_id):  # a question never waits for the guild's index to be built
+            self._index.warm(guild_id)
+            return None
+        named = {n for names in question.members.values() for n in names}
+        plain = " ".join(w for w in WORD.findall(question.text) if w.lower() not in named)
+        try:
+            return (await self._encode(plain or question.text)).astype(np.float32)
+        except NotReady:  # the model is loading (a fresh start): this question goes on words alone
+            return None
+        except Exception:  # the optional half failing leaves the words working
+            log.warning("embedding a question failed; recall uses words only", exc_info=True)
+            return None
+
+    async def _nearest(
+        self,
+        search: Search,
+        embedding: Awaitable[np.ndarray | None],
+        members: list[int],
+        window: Window | None,
+        floor: float,
+    ) -> tuple[np.ndarray | None, dict[int, float], list[Turn]]:
+        """The question's vector (None: recall goes on words alone), the cosines of its nearest messages — in the
+        whole guild, among each named member's own messages, and within the time the question points at — and
+        the rows of those of `floor` or more that the search's reader may see, within its period."""
+        query = await embedding
+        if query is None or self._index is None:
+            return None, {}, []
+        guild_id = search.guild_id
+        try:
+            nearest = await self._index.search(guild_id, query, VECTOR_POOL)
+            for member in members:
+                nearest += await self._index.search(guild_id, query, MEMBER_POOL, author=member)
+            if window is not None:
+                span = (window[0].timestamp(), window[1].timestamp())
+                nearest += await self._index.search(guild_id, query, MEMBER_POOL, window=span)
+        except NotReady:  # the model is loading (a fresh start): this question goes on words alone
+            return None, {}, []
+        except Exception:  # the optional half failing leaves the words working
+            log.warning("vector search failed; recall uses words only", exc_info=True)
+            return None, {}, []
+        cosine = dict(nearest)
+        # A chat's nearest messages below the floor could never be told to it; reading them was a third of its
+        # search (200 rows, ~5 ms of a reply on two busy cores, bench.reply).
+        wanted = [m for m, c in cosine.items() if c >= floor]
+        async with self._sessions() as session:
+            rows = await turn_store.messages_by_id(session, guild_id, wanted, here=search.here)
+        since, until = search.since, search.until
+        near = [t for t in rows if (since is None or t.at >= since) and (until is None or t.at < until)]
+        return query, cosine, near
+
+
+async def _by_words(
+    session: AsyncSession,
+    search: Search,
+    members: dict[int, set[str]],
+    window: Window | None,
+    summaries: ZoneInfo | None,
+) -> tuple[dict[int, Turn], list[SummaryRow]]:
+    """The words half's candidates: the best POOL (of the search's member, or everyone's), each named member's
+    own best MEMBER_POOL, and messages about each member (with no words, their messages in `window` instead);
+    and the summaries about the words, their days in the `summaries` zone (None: no summaries)."""
+    turns: dict[int, Turn] = {}
+    summary_rows: list[SummaryRow] = []
+    named = [m for m in members if search.user_id in (None, m)]
+    about = {m: (*sorted(names), str(m)) for m, names in members.items()}
+    # What the plans of several searches ask, at once (a period is searched without them); a search for words
+    # alone counts them on its own statement's trip (db.search.messages).
+    if not search.bounded and members:
+        await planner.count_ahead(session, [*search.terms, *(w for ws in about.values() for w in ws)], named)
+    if search.terms:
+        everyone, own = await message_store.search_with_members(session, search, named, MEMBER_POOL)
+        for rows in [everyone, *own.values()]:
+            turns |= {row.message_id: row.turn() for row in rows}
+        if summaries is not None:
+            summary_rows = await _summary_rows(
+                session, search.guild_id, search.terms, [search.user_id, *named],
+                since=search.since, until=search.until, now=search.now, tz=summaries,
+            )  # fmt: skip
+    for member in members:  # messages about them: their name, or a mention (its id)
+        about_them = replace(search, terms=about[member], user_id=None, limit=MEMBER_POOL)
+        for row in await message_store.search_messages(session, about_them):
+            turns.setdefault(row.message_id, row.turn())
+    if not search.terms:  # nothing to search for but who and when: their messages in that time
+        for member in members:
+            for row in await message_store.recent_messages(
+                session,
+                search.guild_id,
+                user_id=member,
+                here=search.here,
+                limit=MEMBER_POOL,
+                since=window[0] if window else None,
+                until=window[1] if window else None,
+            ):
+                turns.setdefault(row.message_id, row.turn())
+    return turns, summary_rows
+
+
+async def _summary_rows(
+    session: AsyncSession,
+    guild_id: int,
+    terms: Sequence[str],
+    authors: list[int | None],
+    *,
+    since: datetime | None,
+    until: datetime | None,
+    now: datetime,
+    tz: ZoneInfo,
+) -> list[SummaryRow]:
+    """Everyone's (or the asker's) and each named member's best daily summaries about the words, each once."""
+    by_author = await summary_store.search_summaries(
+        session,
+        guild_id,
+        terms,
+        authors=list(dict.fromkeys(authors)),
+        since=_day(since, tz, date.min),
+        until=_day(until, tz, date.max, after=True),
+        today=now.astimezone(tz).date(),
+        half_life_days=0,
+        limit=20,
+    )
+    return list({(s.user_id, s.day): s for found in by_author.values() for s in found}.values())
+
+
+def _stop(*tasks: asyncio.Future[Any]) -> None:
+    """Cancel what still runs; read what failed (if both halves failed, the words half's error is the one raised,
+    and the other is not left for asyncio to report as never retrieved)."""
+    for task in tasks:
+        task.cancel()
+        if task.done() and not task.cancelled():
+            task.exception()
+
+
+def _day(moment: datetime | None, tz: ZoneInfo, default: date, *, after: bool = False) -> date:
+    if moment is None:
+        return default
+    local = moment.astimezone(tz).date()
+    return local + timedelta(days=1) if after else local

@@ -1,0 +1,120 @@
+"""Snippets: the best hits with the turns around them, and packing them into what the model receives."""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from zoneinfo import ZoneInfo
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from bot.llm.tokens import estimate_tokens
+from bot.memory.recall.ranking import Hit
+from bot.text import MENTION
+from db.search import turns as turn_store
+from db.search.types import Turn
+
+SNIPPETS = 200  # hits that may become snippets: the budget decides how many do
+NEIGHBOURS = 10  # the best hits also get the message before and after
+SUMMARY_SHARE = 0.2
+
+
+@dataclass
+class Snippet:
+    """A hit and the turns around it, oldest first."""
+
+    hit: Hit
+    turns: list[Turn]
+
+
+@dataclass
+class Recalled:
+    """What recall found for a question: snippets and summaries best first, and the text the model receives."""
+
+    snippets: list[Snippet] = field(default_factory=list)
+    summaries: list[Hit] = field(default_factory=list)
+    text: str = ""
+
+    @property
+    def hits(self) -> list[Hit]:
+        """The best hits (for citations), best first."""
+        return [s.hit for s in self.snippets] + self.summaries
+
+
+async def snippets_of(
+    sessions: async_sessionmaker[AsyncSession], guild_id: int, hits: list[Hit], *, here: int | None, neighbours: bool
+) -> list[Snippet]:
+    """The best hits with the turns around them (the messages beside the NEIGHBOURS best with `neighbours`),
+    merged where they touch, best first."""
+    best = hits[:SNIPPETS]
+    if not best:
+        return []
+    as_turns = [Turn(h.message_id or 0, h.channel_id or 0, h.user_id, h.text, h.at, h.reply_to_id) for h in best]
+    beside = NEIGHBOURS if neighbours else 0
+    async with sessions() as session:
+        extra = await turn_store.around(session, guild_id, as_turns, here=here, neighbours=beside)
+    by_id = {t.message_id: t for t in [*as_turns, *extra]}
+    order: dict[int, list[int]] = {}  # each channel's known messages, oldest first
+    for message_id in sorted(by_id):
+        order.setdefault(by_id[message_id].channel_id, []).append(message_id)
+    snippets: list[Snippet] = []
+    taken: dict[int, Snippet] = {}
+    for rank, (hit, turn) in enumerate(zip(best, as_turns, strict=True)):
+        near = {turn.message_id}
+        if turn.reply_to_id in by_id:
+            near.add(turn.reply_to_id)  # type: ignore[arg-type]
+        near |= {t.message_id for t in extra if t.reply_to_id == turn.message_id}
+        if rank < NEIGHBOURS and neighbours:
+            near |= _beside(turn.message_id, order[turn.channel_id]) & {t.message_id for t in extra}
+        joined = next((taken[m] for m in near if m in taken), None)
+        if joined is None:
+            joined = Snippet(hit, [])
+            snippets.append(joined)
+        for message_id in near:
+            if message_id not in taken:
+                taken[message_id] = joined
+                joined.turns.append(by_id[message_id])
+    for snippet in snippets:
+        snippet.turns.sort(key=lambda t: (t.at, t.message_id))
+    return snippets
+
+
+def _beside(hit: int, channel: list[int]) -> set[int]:
+    """The nearest known messages before and after `hit` in its channel (`channel`: its known ids, in order)."""
+    i = bisect_left(channel, hit)
+    return set(channel[max(0, i - 1) : i + 2])
+
+
+def pack(
+    snippets: list[Snippet],
+    summaries: list[Hit],
+    names: dict[int, str],
+    *,
+    budget: int,
+    zone: str,
+) -> str:
+    """Snippets (and summaries in their share) as lines, in rank order, within `budget` tokens."""
+    tz = ZoneInfo(zone)
+    summary_room = int(budget * SUMMARY_SHARE) if summaries else 0
+    blocks: list[str] = []
+    used = 0
+
+    def line(turn: Turn) -> str:
+        body = MENTION.sub(lambda m: "@" + names.get(int(m.group(1)), "someone"), turn.text)
+        return f"[{turn.at.astimezone(tz):%Y-%m-%d}] {names.get(turn.user_id, 'someone')}: {body}"
+
+    for snippet in snippets:
+        block = "\n".join(line(t) for t in snippet.turns)
+        cost = estimate_tokens(block) + 1
+        if used + cost > budget - summary_room:
+            continue  # a smaller snippet further down may still fit
+        blocks.append(block)
+        used += cost
+    for hit in summaries:
+        block = f"[{hit.at.astimezone(tz):%Y-%m-%d}] summary of {names.get(hit.user_id, 'someone')}'s day: {hit.text}"
+        cost = estimate_tokens(block) + 1
+        if used + cost > budget:
+            continue
+        blocks.append(block)
+        used += cost
+    return "\n\n".join(blocks)

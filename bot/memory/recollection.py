@@ -1,0 +1,175 @@
+"""Recollection: what memory gives a reply — a member's merged context, and recall of what was said.
+
+The responder and the views of memory (/memory context, `show`, `recall`) ask here; how the context is merged
+and cached lives in bot/memory/summaries/, how recall searches and ranks in bot/memory/recall.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime
+from functools import partial
+
+from bot.memory.choices import Choices
+from bot.memory.clock import Clock
+from bot.memory.facts.face import Facts
+from bot.memory.names import NameDirectory
+from bot.memory.recall import Found, Hit, Recall, Recalled, pack
+from bot.memory.recall.embedding import Replies
+from bot.memory.recall.question import read as read_question
+from bot.memory.summaries.context import ContextBuilder
+from bot.text import MENTION
+
+
+class Recollection:
+    """Context and recall for replies and for the views of memory."""
+
+    def __init__(
+        self,
+        recall: Recall,
+        *,
+        facts: Facts,
+        context: ContextBuilder | None,
+        names: NameDirectory,
+        choices: Choices,
+        clock: Clock,
+        replies: Replies,
+        budget_tokens: int,
+        vectors_ready: Callable[[int | None], Awaitable[bool]],
+    ) -> None:
+        self._recall = recall
+        self._facts = facts
+        self._context = context
+        self._names = names
+        self._choices = choices
+        self._clock = clock
+        self._replies = replies
+        self._budget = budget_tokens
+        self._vectors_ready = vectors_ready
+
+    def under_way(self) -> AbstractAsyncContextManager[None]:
+        """Hold while a reply is being made: background writes and embedding let it go first."""
+        return self._replies.under_way()
+
+    async def vectors_ready(self, guild_id: int | None = None) -> bool:
+        """Wait until questions can be embedded and searched in the guild's index (a one-question command, a
+        benchmark); False without vectors. Replies never wait: they go on words alone meanwhile."""
+        return await self._vectors_ready(guild_id)
+
+    async def context(
+        self, guild_id: int, user_id: int, *, now: datetime | None = None, patient: bool = False
+    ) -> str | None:
+        """A member's merged context (facts, today, the last week, earlier); None when nothing is known.
+
+        A reply waits at most MEMORY_WAIT_SECONDS; `patient` (views of memory: /context, `show`) waits for it all.
+        """
+        if self._context is None:
+            return await self._facts.get(guild_id, user_id)
+        return await self._context.get_memories(guild_id, user_id, now=now, patient=patient)
+
+    async def describe(self, guild_id: int, user_id: int, *, patient: bool = False) -> str | None:
+        """Everything the bot would tell about a member, names rendered, nothing that pings."""
+        known = await self.context(guild_id, user_id, patient=patient)
+        return await self._names.render_mentions(guild_id, known, at=False) if known else None
+
+    async def recall(
+        self,
+        guild_id: int,
+        query: str,
+        *,
+        user_id: int | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 10,
+        channel_id: int | None = None,
+        now: datetime | None = None,
+    ) -> list[Hit]:
+        """Messages and daily summaries about `query`, best first; asked in `channel_id` (its own may be private).
+
+        Members the query names (by mention, or by a name only one member has) become a preference for their
+        messages and messages about them, not words to search for.
+        """
+        now = now or self._clock.now()
+        zone = self._choices.zone(guild_id)
+        question = await read_question(query, now=now, zone=zone, resolve=partial(self._names.resolve_all, guild_id))
+        messages, summaries = await self._recall.find(
+            guild_id, question, now=now, zone=zone, here=channel_id, since=since, until=until, user_id=user_id
+        )
+        # Summaries keep to their share (a quarter, at least one) and never push messages out of order.
+        merged = messages[:limit] + summaries[: max(1, limit // 4)]
+        merged.sort(key=lambda h: -h.score)
+        return merged[:limit]
+
+    async def search(
+        self,
+        guild_id: int,
+        text: str,
+        *,
+        channel_id: int | None,
+        now: datetime | None = None,
+        summaries: bool = True,
+        encoding: asyncio.Event | None = None,
+        light: bool = False,
+    ) -> Found:
+        """Recall's ranked message and summary hits for a message, before they become snippets (a reply starts
+        this while the model routes the message, without `summaries`, and `recollect` finishes it); `encoding`
+        is set once the question has gone to the encoder (or will not); `light`: a chat's search (`Recall.find`)."""
+        now = now or self._clock.now()
+        zone = self._choices.zone(guild_id)
+        async with self._replies.under_way():  # background embedding waits meanwhile (a search outside a reply too)
+            question = await read_question(text, now=now, zone=zone, resolve=partial(self._names.resolve_all, guild_id))
+            return await self._recall.find(
+                guild_id,
+                question,
+                now=now,
+                zone=zone,
+                here=channel_id,
+                summaries=summaries,
+                encoding=encoding,
+                light=light,
+            )
+
+    async def recollect(
+        self,
+        guild_id: int,
+        text: str,
+        *,
+        channel_id: int | None,
+        budget: int | None = None,
+        now: datetime | None = None,
+        relevant_only: bool = False,
+        found: Awaitable[Found] | None = None,
+        asked_in: int | None = None,
+    ) -> Recalled:
+        """What recall gives the model for a message: snippets around the best hits and summaries, packed.
+
+        `relevant_only` (chat): only hits that hold most of the message's words or clearly share its meaning,
+        so a chat about nothing in particular costs nothing (its own search is `light`). `found`:
+        `search(…, summaries=False)` for this message, under way (its summaries are searched here, if wanted).
+        `asked_in`: the stored message that asks (it matches itself best and answers nothing).
+        """
+        zone = self._choices.zone(guild_id)
+        now = now or self._clock.now()
+        searched = found or self.search(
+            guild_id, text, channel_id=channel_id, now=now, summaries=not relevant_only, light=relevant_only
+        )
+        hits, summaries = await searched
+        hits = [h for h in hits if asked_in is None or h.message_id != asked_in]
+        if relevant_only:
+            hits = [h for h in hits if h.relevant()]
+        snippets = await self._recall.snippets(guild_id, hits, here=channel_id)
+        if found is not None and not relevant_only:  # a question: the summaries its routed search left out
+            summaries = await self._summaries_for(guild_id, text, now=now, zone=zone)
+        for snippet in snippets:  # the asking message may still come in as a hit's neighbour or reply
+            snippet.turns = [t for t in snippet.turns if asked_in is None or t.message_id != asked_in]
+        people = {t.user_id for s in snippets for t in s.turns} | {h.user_id for h in summaries}
+        people |= {int(m) for s in snippets for t in s.turns for m in MENTION.findall(t.text)}
+        names = await self._names.names(guild_id, people)
+        packed = pack(snippets, summaries[:5], names, budget=budget or self._budget, zone=zone)
+        return Recalled(snippets, summaries[:5], packed)
+
+    async def _summaries_for(self, guild_id: int, text: str, *, now: datetime, zone: str) -> list[Hit]:
+        question = await read_question(text, now=now, zone=zone, resolve=partial(self._names.resolve_all, guild_id))
+        return await self._recall.find_summaries(guild_id, question, now=now, zone=zone)
