@@ -422,7 +422,9 @@ async def _purge_question(
     await _migrate(settings)
     async with open_app(settings) as app:
         await _require_guild(app, guild_id)
-        counts = await app.memory.admin.deletion_preview(guild_id, user_id=user_id, channel_id=channel_id, before=before)
+        counts = await app.memory.admin.purge(
+            guild_id, user_id=user_id, channel_id=channel_id, before=before, preview=True
+        )
         names = await app.memory.directory.display_names(guild_id, {user_id}) if user_id is not None else {}
     target = _purge_target(user_id, channel_id, before, names.get(user_id or 0))
     if not any(counts.values()):

@@ -170,25 +170,20 @@ class Admin:
         user_id: int | None = None,
         channel_id: int | None = None,
         before: datetime | None = None,
+        preview: bool = False,
     ) -> Counter[str]:
-        """A member (forget_member), a channel, what is older than `before`, or else the whole guild's speech."""
+        """A member (forget_member), a channel, what is older than `before`, or else the whole guild's speech.
+
+        `preview`: the rows it would change now, changing nothing. The deletion itself runs and is rolled back:
+        counting with separate queries would drift from what the deletion really takes (the summaries of every
+        day it touches, replies built on it, mentions rewritten).
+        """
         work, what = _purge_work(guild_id, user_id, channel_id, before)
+        if preview:
+            return await self._rolled_back(guild_id, work)
         return await self._delete(guild_id, user_id, work, what)
 
-    async def deletion_preview(
-        self,
-        guild_id: int,
-        *,
-        user_id: int | None = None,
-        channel_id: int | None = None,
-        before: datetime | None = None,
-    ) -> Counter[str]:
-        """Rows `purge` with the same arguments would change now, changing nothing.
-
-        The deletion itself runs and is rolled back: counting with separate queries would drift from what the
-        deletion really takes (the summaries of every day it touches, replies built on it, mentions rewritten).
-        """
-        work, _ = _purge_work(guild_id, user_id, channel_id, before)
+    async def _rolled_back(self, guild_id: int, work: Work) -> Counter[str]:
         await self._flush()
         async with self._sessions() as session:
             transaction = await session.begin()
@@ -224,7 +219,7 @@ class Admin:
 def _purge_work(
     guild_id: int, user_id: int | None, channel_id: int | None, before: datetime | None
 ) -> tuple[Work, str]:
-    """Which deletion `purge` and `deletion_preview` run, and its name for the change log."""
+    """Which deletion `purge` runs (or previews), and its name for the change log."""
     if user_id is not None:
         return deletion.delete_member(guild_id=guild_id, user_id=user_id), "forget_member"
     if channel_id is not None:

@@ -147,7 +147,7 @@ async def test_retention_deletes_only_what_is_older(engine, settings):
 async def test_a_deletion_preview_counts_exactly_what_the_deletion_then_takes_and_changes_nothing(memory, target):
     """What `python -m bot purge` asks about: the deletion rehearsed and rolled back."""
     messages_before = await count(memory, ChatMessage, guild_id=GUILD)
-    preview = await memory.admin.deletion_preview(GUILD, **target)
+    preview = await memory.admin.purge(GUILD, **target, preview=True)
     assert preview["chat_history"] > 0 and preview["daily_summaries"] > 0
     assert await count(memory, ChatMessage, guild_id=GUILD) == messages_before
     assert await memory.recollection.context(GUILD, ALICE)  # caches and locks are as they were

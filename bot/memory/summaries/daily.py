@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import date, datetime
 from typing import TypeVar
 from zoneinfo import ZoneInfo
@@ -16,7 +16,7 @@ from bot.llm.client import LLM
 from bot.llm.prompts import ChatLine, transcript, when, xml_text
 from bot.llm.schemas import DailySummaries
 from bot.llm.tokens import estimate_tokens, trim_to_chars
-from bot.llm.types import LLMError
+from bot.llm.types import LLMError, LLMResult
 from bot.memory.caches import CacheReport, CountingLRU, CountingTTL, drop_entries
 from bot.memory.clock import Clock, day_bounds, history_days, local_day
 from bot.memory.coherence import Generations
@@ -237,16 +237,36 @@ class Summaries:
         """The model's history of the days, stored unless the guild changed after change `seen`; None when the
         model failed (nothing stored: it is tried again next time)."""
         guild_id, user_id, end = key
-        subject = await self._names.name(guild_id, user_id)
-        days_xml = "\n".join(f'<day date="{d}">{xml_text(text)}</day>' for d, text in dailies)
+        result = await self.summarise_days(guild_id, user_id, dailies)
+        if result is None:
+            return None
+        text = result.text.strip()
+
+        async def save(session: AsyncSession) -> None:
+            await store.save_history(
+                session,
+                guild_id,
+                user_id,
+                end,
+                text,
+                model=result.model,
+                version=self._llm.version("historical_summary"),
+                at=self._clock.now(),
+            )
+
+        await self.store_if_unchanged(guild_id, generation, seen, save)
+        return text
+
+    async def summarise_days(self, guild_id: int, user_id: int, dailies: list[tuple[str, str]]) -> LLMResult | None:
+        """A member's run of daily summaries as one text (the last week, a week, a month); None: the model failed."""
         try:
-            result = await self._llm.run(
+            return await self._llm.run(
                 "historical_summary",
                 {
-                    "subject": subject,
+                    "subject": await self._names.name(guild_id, user_id),
                     "start_day": dailies[0][0],
                     "end_day": dailies[-1][0],
-                    "days_xml": days_xml,
+                    "days_xml": "\n".join(f'<day date="{d}">{xml_text(text)}</day>' for d, text in dailies),
                     "days": dailies,
                     **when(self._clock.now(), self.zone(guild_id)),
                 },
@@ -257,21 +277,15 @@ class Summaries:
             )
         except LLMError:
             return None
-        text = result.text.strip()
+
+    async def store_if_unchanged(
+        self, guild_id: int, generation: int, seen: int, save: Callable[[AsyncSession], Awaitable[None]]
+    ) -> None:
+        """Run `save` in one transaction unless the guild changed (here or in another process) since its inputs
+        were read (`generation` here, change `seen` in the log): stale input is never stored."""
         async with self._sessions() as session, session.begin():
-            # A change since (here or in another process): the input may be stale, so it is not stored.
             if self._generations.of(guild_id) == generation and await changes.unchanged(session, guild_id, seen):
-                await store.save_history(
-                    session,
-                    guild_id,
-                    user_id,
-                    end,
-                    text,
-                    model=result.model,
-                    version=self._llm.version("historical_summary"),
-                    at=self._clock.now(),
-                )
-        return text
+                await save(session)
 
     async def _summarise(
         self,

@@ -16,7 +16,6 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.lifecycle import keep
 from bot.llm.client import LLM
-from bot.llm.prompts import when, xml_text
 from bot.llm.types import LLMError
 from bot.memory.caches import CountingLRU, drop_entries
 from bot.memory.clock import Clock, history_days
@@ -167,27 +166,27 @@ class Rollups:
         dailies = [(d.isoformat(), text) for d, day in zip(days, found, strict=True) if (text := day.get(user_id, ""))]
         text, model = "", ""
         if dailies:
-            try:
-                result = await self._llm.run(
-                    "historical_summary",
-                    {
-                        "subject": await self._names.name(guild_id, user_id),
-                        "start_day": dailies[0][0],
-                        "end_day": dailies[-1][0],
-                        "days": dailies,
-                        "days_xml": "\n".join(f'<day date="{d}">{xml_text(t)}</day>' for d, t in dailies),
-                        **when(self._clock.now(), self._summaries.zone(guild_id)),
-                    },
-                    role="batch",
-                    temperature=0.3,
-                    guild_id=guild_id,
-                    fallback=self._llm.is_offline,
-                )
-            except LLMError:
+            result = await self._summaries.summarise_days(guild_id, user_id, dailies)
+            if result is None:
                 return None
             text, model = result.text.strip(), result.model
         if not text:
             return text
+
+        async def save(session: AsyncSession) -> None:
+            await store.save_rollup(
+                session,
+                guild_id,
+                user_id,
+                period,
+                text,
+                model=model,
+                version=self._llm.version("historical_summary"),
+                at=self._clock.now(),
+            )
+
+        await self._summaries.store_if_unchanged(guild_id, generation, seen, save)
+        return text
         async with self._sessions() as session, session.begin():
             if self._generations.of(guild_id) == generation and await changes.unchanged(session, guild_id, seen):
                 await store.save_rollup(
