@@ -417,7 +417,7 @@ async def _purge_question(
     """The confirmation question, with the rows the purge would delete counted; None when nothing matches."""
     settings = _settings()
     from bot.app import open_app
-    from db.deletion import rows_in_words
+    from bot.memory.admin import rows_in_words
 
     await _migrate(settings)
     async with open_app(settings) as app:
@@ -437,7 +437,7 @@ async def _purge_question(
 async def _purge(*, guild_id: int, user_id: int | None, channel_id: int | None, before: datetime | None) -> None:
     settings = _settings()
     from bot.app import open_app
-    from db.deletion import rows_in_words
+    from bot.memory.admin import rows_in_words
 
     await _migrate(settings)
     async with open_app(settings) as app:

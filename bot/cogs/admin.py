@@ -18,10 +18,10 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.cogs.replies import Confirm, answer, require_admin
+from bot.memory.admin import rows_in_words
 from bot.memory.caches import CacheReport
 from bot.memory.clock import day_bounds
 from bot.memory.facts.store import RevisionNotFoundError
-from db.deletion import rows_in_words
 
 if TYPE_CHECKING:
     from bot.discord_bot import ElefantBot
@@ -171,7 +171,9 @@ class AdminCommands(
         assert interaction.guild_id is not None
         await interaction.response.defer(ephemeral=True, thinking=True)  # Discord waits 3 s; the database may not
         try:
-            change = await self.memory.facts.revert(interaction.guild_id, user.id, revision, requested_by=interaction.user.id)
+            change = await self.memory.facts.revert(
+                interaction.guild_id, user.id, revision, requested_by=interaction.user.id
+            )
         except RevisionNotFoundError:
             await answer(
                 interaction,

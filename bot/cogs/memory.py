@@ -13,7 +13,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.cogs.replies import Confirm, answer, markdown_file, self_or_admin
-from db.deletion import rows_in_words
+from bot.memory.admin import rows_in_words
 
 if TYPE_CHECKING:
     from bot.discord_bot import ElefantBot
@@ -57,7 +57,9 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         if facts is None and context is None:
             await answer(interaction, f"I don't remember anything about {subject.display_name} here yet.")
             return
-        facts_text = await self.memory.directory.render_mentions(interaction.guild_id, facts, at=False) if facts else None
+        facts_text = (
+            await self.memory.directory.render_mentions(interaction.guild_id, facts, at=False) if facts else None
+        )
         await answer(
             interaction,
             f"**Facts about {subject.display_name}**\n{facts_text or '*none*'}\n\n"
@@ -76,7 +78,9 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             await answer(interaction, f"No facts about {subject.display_name} have been stored or changed here.")
             return
         names = await self.memory.directory.display_names(interaction.guild_id, {r.requested_by for r in revisions})
-        texts = [await self.memory.directory.render_mentions(interaction.guild_id, r.new_blob, at=False) for r in revisions]
+        texts = [
+            await self.memory.directory.render_mentions(interaction.guild_id, r.new_blob, at=False) for r in revisions
+        ]
         header = f"**Changes to the facts about {subject.display_name}** (newest first)"
         await answer(interaction, "\n".join([header, *revision_lines(revisions, names, texts)]))
 

@@ -216,6 +216,36 @@ class Admin:
         await self._changes.compact_pending()
 
 
+# The tables a deletion reports, in words people use (the front ends show these counts).
+WORDS = {
+    "chat_history": "messages",
+    "bot_replies": "replies of mine built on them",
+    "user_facts": "facts entries",
+    "fact_revisions": "fact revisions",
+    "daily_summaries": "daily summaries",
+    "historical_summaries": "weekly histories",
+    "rollups": "rollups",
+    "member_names": "names",
+    "fact_revisions_unattributed": "revisions no longer attributed",
+    "llm_calls": "usage records",
+    "message_vectors": "message vectors",
+    "dead_letters": "unstorable records",
+    "reply_sources": "reply sources",
+    "mentions_removed": "mentions in others' messages",
+}
+
+
+def rows_in_words(counts: Counter[str]) -> str:
+    """'2 messages, 1 facts entries, …': the rows a deletion reports, in words people use."""
+    order = list(WORDS)
+    parts = [
+        f"{n:,} {WORDS.get(table, table.replace('_', ' '))}"
+        for table, n in sorted(counts.items(), key=lambda kv: order.index(kv[0]) if kv[0] in WORDS else 99)
+        if n
+    ]
+    return ", ".join(parts) if parts else "nothing (no rows matched)"
+
+
 def _purge_work(
     guild_id: int, user_id: int | None, channel_id: int | None, before: datetime | None
 ) -> tuple[Work, str]:
