@@ -20,6 +20,7 @@ import random
 import sqlite3
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -153,6 +154,20 @@ def build(path: Path, total: int, days: int, seed: int, *, write: bool = True, n
     at `now`."""
     rng = random.Random(seed)
     vocab, weights = vocabulary(rng)
+    plants, special = _plan(rng, vocab, weights, total, days)
+    if not write:  # the same plants, for a database built earlier with the same arguments
+        return [
+            Plant(2**60 + 10**8 + next(i for i, (_, t) in special.items() if t == p.text), p.text, p.question, p.author)
+            for p in plants
+        ]
+    ids = _write(path, total, days, now, special=special, filler=lambda: _filler(rng, vocab, weights))
+    return [Plant(ids[p.text], p.text, p.question, p.author) for p in plants]
+
+
+def _plan(
+    rng: random.Random, vocab: list[str], weights: list[float], total: int, days: int
+) -> tuple[list[Plant], dict[int, tuple[int, str]]]:
+    """The 32 planted answers and their distractors, by the row index each lands at."""
     users = MEMBERS
     plants: list[Plant] = []
     special: dict[int, tuple[int, str]] = {}  # row index -> (author, text)
@@ -175,11 +190,25 @@ def build(path: Path, total: int, days: int, seed: int, *, write: bool = True, n
             words = text.split()
             distractor = " ".join([*rng.choices(vocab, cum_weights=weights, k=5), rng.choice(words), rng.choice(words)])
             place(rng.uniform(0.5, 40), rng.choice([u for u in users if u != author]), distractor)
-    if not write:  # the same plants, for a database built earlier with the same arguments
-        return [
-            Plant(2**60 + 10**8 + next(i for i, (_, t) in special.items() if t == p.text), p.text, p.question, p.author)
-            for p in plants
-        ]
+    return plants, special
+
+
+def _filler(rng: random.Random, vocab: list[str], weights: list[float]) -> tuple[int, str]:
+    """An ordinary message: a few members write most of them."""
+    author = MEMBERS[min(int(rng.paretovariate(1.2)) - 1, len(MEMBERS) - 1)]
+    return author, " ".join(rng.choices(vocab, cum_weights=weights, k=rng.randint(4, 14)))
+
+
+def _write(
+    path: Path,
+    total: int,
+    days: int,
+    now: datetime,
+    *,
+    special: dict[int, tuple[int, str]],
+    filler: Callable[[], tuple[int, str]],
+) -> dict[str, int]:
+    """Insert the rows in batches; the planted texts' message ids."""
     connection = sqlite3.connect(path)
     connection.execute("PRAGMA journal_mode=WAL")
     connection.execute("PRAGMA synchronous=OFF")
@@ -194,20 +223,9 @@ def build(path: Path, total: int, days: int, seed: int, *, write: bool = True, n
                 author, text = special[i]
                 ids[text] = 2**60 + 10**8 + i
             else:
-                author = users[min(int(rng.paretovariate(1.2)) - 1, len(users) - 1)]
-                text = " ".join(rng.choices(vocab, cum_weights=weights, k=rng.randint(4, 14)))
-            batch.append(
-                (
-                    2**60 + 10**8 + i,
-                    GUILD,
-                    CHANNELS[i % len(CHANNELS)],
-                    author,
-                    text,
-                    at.replace(tzinfo=None).isoformat(" ", "microseconds"),
-                    None,
-                    None,
-                )
-            )
+                author, text = filler()
+            when = at.replace(tzinfo=None).isoformat(" ", "microseconds")
+            batch.append((2**60 + 10**8 + i, GUILD, CHANNELS[i % len(CHANNELS)], author, text, when, None, None))
             if len(batch) == 20_000:
                 connection.executemany(_INSERT, batch)
                 connection.commit()
@@ -218,7 +236,7 @@ def build(path: Path, total: int, days: int, seed: int, *, write: bool = True, n
         bar.update(len(batch))
     connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     connection.close()
-    return [Plant(ids[p.text], p.text, p.question, p.author) for p in plants]
+    return ids
 
 
 def newest_that_fit(rows: list[str], budget: int) -> str:
@@ -276,58 +294,74 @@ async def measure(args: argparse.Namespace) -> Figures:
         await memory.start()
         for i, name in enumerate(NAMES):
             await memory.intake.member(GUILD, MEMBERS[i], name, name.lower())
-        async with memory.sessions() as session:
-            from sqlalchemy import text
-
-            newest = [
-                f"{name}: {body}"
-                for name, body in await session.execute(
-                    text(
-                        "SELECT m.display_name, c.message_text FROM chat_history c JOIN member_names m "
-                        "ON m.guild_id = c.guild_id AND m.user_id = c.user_id ORDER BY c.timestamp DESC LIMIT 2000"
-                    )
-                )
-            ]
-        baseline = newest_that_fit(newest, BUDGET)
-
-        found = in_context = in_baseline = 0
-        for plant in plants:
-            request = Request(GUILD, 2**60 + 4999, plant.question, channel_id=CHANNELS[0])
-            hits = await past_questions.find(memory, request, now=NOW, limit=5)
-            hit = any(h.message_id == plant.message_id for h in hits)
-            found += hit
-            if args.verbose and not hit:
-                age = next(iter(await memory.recollection.recall(GUILD, plant.text, now=NOW, limit=1)), None)
-                print(f"MISS {plant.question!r} -> {plant.text!r} ({age and age.label(NOW, 'UTC')})")
-                for h in hits:
-                    print(f"    {h.score:.3f} {h.label(NOW, 'UTC')} {h.user_id % 1000} {h.text[:70]!r}")
-            cited = await past_questions.cite(memory, hits, NOW)
-            context = assemble(
-                [
-                    Section("Recalled", items=cited, share=0.5),
-                    Section("Recent conversation", "\n".join(reversed(newest)), share=0.5, keep="end"),
-                ],
-                BUDGET,
-            )
-            assert estimate_tokens(context) <= BUDGET
-            in_context += plant.text in context
-            in_baseline += plant.text in baseline
-
-        rng = random.Random(args.seed + 1)
-        vocab, _ = vocabulary(random.Random(args.seed))
-        queries = [p.question for p in plants] + [" ".join(rng.sample(vocab[15:800], 2)) for _ in range(300)]
-        await memory.recollection.recall(GUILD, queries[0], now=NOW)  # warm the page cache once
-        timings = []
-        for query in queries:
-            began = time.perf_counter()
-            await memory.recollection.recall(GUILD, query, now=NOW, limit=10)
-            timings.append((time.perf_counter() - began) * 1000)
+        found, in_context, in_baseline = await _answers(memory, plants, await _newest(memory), verbose=args.verbose)
+        timings, queries = await _latencies(memory, plants, args.seed)
         await memory.close()
 
     n = len(plants)
     return Figures(
-        args.messages, n, found / n, in_context / n, in_baseline / n, pct(timings, 50), pct(timings, 99), len(queries)
+        args.messages, n, found / n, in_context / n, in_baseline / n, pct(timings, 50), pct(timings, 99), queries
     )
+
+
+async def _newest(memory: MemoryManager) -> list[str]:
+    """The guild's 2,000 newest messages as "name: text", newest first (what the baseline keeps from)."""
+    async with memory.sessions() as session:
+        from sqlalchemy import text
+
+        return [
+            f"{name}: {body}"
+            for name, body in await session.execute(
+                text(
+                    "SELECT m.display_name, c.message_text FROM chat_history c JOIN member_names m "
+                    "ON m.guild_id = c.guild_id AND m.user_id = c.user_id ORDER BY c.timestamp DESC LIMIT 2000"
+                )
+            )
+        ]
+
+
+async def _answers(
+    memory: MemoryManager, plants: list[Plant], newest: list[str], *, verbose: bool
+) -> tuple[int, int, int]:
+    """How many answers recall found in its top 5, how many reached the context, and how many the baseline holds."""
+    baseline = newest_that_fit(newest, BUDGET)
+    found = in_context = in_baseline = 0
+    for plant in plants:
+        request = Request(GUILD, 2**60 + 4999, plant.question, channel_id=CHANNELS[0])
+        hits = await past_questions.find(memory, request, now=NOW, limit=5)
+        hit = any(h.message_id == plant.message_id for h in hits)
+        found += hit
+        if verbose and not hit:
+            age = next(iter(await memory.recollection.recall(GUILD, plant.text, now=NOW, limit=1)), None)
+            print(f"MISS {plant.question!r} -> {plant.text!r} ({age and age.label(NOW, 'UTC')})")
+            for h in hits:
+                print(f"    {h.score:.3f} {h.label(NOW, 'UTC')} {h.user_id % 1000} {h.text[:70]!r}")
+        cited = await past_questions.cite(memory, hits, NOW)
+        context = assemble(
+            [
+                Section("Recalled", items=cited, share=0.5),
+                Section("Recent conversation", "\n".join(reversed(newest)), share=0.5, keep="end"),
+            ],
+            BUDGET,
+        )
+        assert estimate_tokens(context) <= BUDGET
+        in_context += plant.text in context
+        in_baseline += plant.text in baseline
+    return found, in_context, in_baseline
+
+
+async def _latencies(memory: MemoryManager, plants: list[Plant], seed: int) -> tuple[list[float], int]:
+    """Milliseconds of each recall: the questions, then 300 two-word queries; and how many there were."""
+    rng = random.Random(seed + 1)
+    vocab, _ = vocabulary(random.Random(seed))
+    queries = [p.question for p in plants] + [" ".join(rng.sample(vocab[15:800], 2)) for _ in range(300)]
+    await memory.recollection.recall(GUILD, queries[0], now=NOW)  # warm the page cache once
+    timings = []
+    for query in queries:
+        began = time.perf_counter()
+        await memory.recollection.recall(GUILD, query, now=NOW, limit=10)
+        timings.append((time.perf_counter() - began) * 1000)
+    return timings, len(queries)
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
