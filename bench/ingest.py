@@ -273,20 +273,8 @@ def _figure(values: list[float]) -> tuple[str, str]:
     return f"{median(values):,.0f}", f"{min(values):,.0f}–{max(values):,.0f}"
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--messages", type=int, default=50_000)
-    parser.add_argument("--repeat", type=int, default=5, help="runs of every row but (a); medians are printed")
-    parser.add_argument("--pg", default="postgresql+asyncpg://postgres@127.0.0.1:5432/test")
-    args = parser.parse_args()
-    messages = make_messages(args.messages)
-    runs: Runs = {key: [] for key in ("a", "b", "bt", "b0", "c", "d", "pg_b", "pg_b0")}
-    stall = await measure_sqlite(messages, args.repeat, runs)
-    try:
-        stall_pg = await measure_postgres(args.pg, messages, args.repeat, runs)
-        pg_note = f"; longest loop stall {stall_pg * 1000:.1f} ms"
-    except OSError as exc:
-        pg_note = f"; skipped: unreachable ({exc})"
+def _ingest_rows(runs: Runs, stall: float, pg_note: str) -> list[list[str]]:
+    """One row per write path: messages/s, its spread and stall, and its share of the bare driver's rate."""
     bare = median(runs["d"])
     labels = {
         "a": "(a) naive INSERT+COMMIT per message, SQLite",
@@ -305,6 +293,24 @@ async def main() -> None:
         note += pg_note if key == "pg_b" else ""
         ratio = f"{median(runs[key]) / bare:.2f}" if runs[key] else ""
         rows.append([label, value, note, ratio])
+    return rows
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--messages", type=int, default=50_000)
+    parser.add_argument("--repeat", type=int, default=5, help="runs of every row but (a); medians are printed")
+    parser.add_argument("--pg", default="postgresql+asyncpg://postgres@127.0.0.1:5432/test")
+    args = parser.parse_args()
+    messages = make_messages(args.messages)
+    runs: Runs = {key: [] for key in ("a", "b", "bt", "b0", "c", "d", "pg_b", "pg_b0")}
+    stall = await measure_sqlite(messages, args.repeat, runs)
+    try:
+        stall_pg = await measure_postgres(args.pg, messages, args.repeat, runs)
+        pg_note = f"; longest loop stall {stall_pg * 1000:.1f} ms"
+    except OSError as exc:
+        pg_note = f"; skipped: unreachable ({exc})"
+    rows = _ingest_rows(runs, stall, pg_note)
     print_table(
         f"Ingest, {args.messages:,} messages (messages/s; median of {args.repeat}, min–max)",
         ["path", "msg/s", "min–max / note", "÷ bare driver"],
