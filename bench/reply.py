@@ -30,7 +30,7 @@ import random
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from multiprocessing.connection import Connection
@@ -42,7 +42,7 @@ import discord.ext.test as dpytest
 from discord.ext.test import backend
 
 from bench.common import StallMeter, print_table, sqlite_engine
-from bench.recall import CHANNELS, GUILD, MEMBERS, NAMES, build, pct, vocabulary
+from bench.recall import CHANNELS, GUILD, MEMBERS, NAMES, Plant, build, pct, vocabulary
 from bench.recall_scale import add_vectors
 from bot.app import App, open_app
 from bot.conversation import Request, Route, asks
@@ -164,6 +164,7 @@ async def settled(app: App, guild_id: int, member_id: int) -> None:
 
 
 async def measure(args: argparse.Namespace, directory: Path) -> None:
+    """Time each route's replies in `args.runs` runs while other members write, and print the table."""
     path = directory / "reply.db"
     began = time.perf_counter()
     async with sqlite_engine(directory, reuse=path) as engine:  # the guild first: the bot starts on its history
@@ -171,90 +172,137 @@ async def measure(args: argparse.Namespace, directory: Path) -> None:
         await asyncio.to_thread(add_vectors, path, args.seed)
         await maintenance.optimize(engine)
     with stub_process() as base_url:
-        settings = Settings(  # type: ignore[call-arg]
-            _env_file=None,
-            database_url=f"sqlite+aiosqlite:///{path}",
-            gemini_api_key="bench-key",
-            gemini_base_url=base_url,
-            discord_token=None,
-            discord_members_intent=True,  # dpytest keeps members only with it
-            # A paid tier's quota: the free tier's 10 / 30 requests a minute would time the limiter, not the bot.
-            llm_batch_requests_per_minute=1_000_000,
-            llm_fast_requests_per_minute=1_000_000,
-            llm_batch_tokens_per_minute=0,
-            llm_fast_tokens_per_minute=0,
-        )
+        settings = _settings(path, base_url)
         async with open_app(settings, background=True) as app:
             bot = ElefantBot(memory=app.memory, responder=app.responder, settings=settings, sync_commands=False)
             guild, channels, members = gateway(bot, len(NAMES))
             await bot._async_setup_hook()
             await bot.setup_hook()
-            for member in members:
-                await app.memory.intake.member(guild.id, member.id, member.display_name, member.name)
             asker, channel = members[0], channels[0]
             fact = f"{asker.display_name} likes green tea"
-            await app.memory.facts.remember(guild.id, asker.id, fact, requested_by=asker.id)
-            assert app.memory.scheduler is not None
-            summarised = await app.memory.scheduler.catch_up([guild.id])
-            assert await app.memory.recollection.vectors_ready(guild.id)
+            summarised = await _ready(app, guild.id, members, fact)
             print(
-                f"{args.messages:,} messages, vectors, {summarised.built} days summarised and the vector index "
+                f"{args.messages:,} messages, vectors, {summarised} days summarised and the vector index "
                 f"ready in {time.perf_counter() - began:.0f} s"
             )
-            replies = Replies(bot)
             vocab, _ = vocabulary(random.Random(args.seed))
             rng = random.Random(args.seed + 1)
-            questions = {
-                # Not a question: the scripted router sends questions to recall, as a real model would send
-                # this one to chat.
-                "chat": lambda: f"<@{bot.user.id}> just got back from the {rng.choice(vocab[15:800])}, what a day",
-                "what do you know": lambda: f"<@{bot.user.id}> what do you know about me?",
-                "recall question": lambda: (
-                    f"<@{bot.user.id}> {p.question}"
-                    if (p := rng.choice(plants)) and rng.random() < 0.5
-                    else f"<@{bot.user.id}> what did {rng.choice(members).display_name} say about "
-                    f"{' '.join(rng.sample(vocab[15:800], 2))}?"
-                ),
-            }
-            # The route each answer took and what it was made of: chat and "what do you know" from the asker's
-            # merged context (the stub's merge writes MERGED: a stand-in quotes facts alone), a question's answer
-            # phrased by the model from what recall found, with its sources. A timing of any other path (a
-            # fallback, a stand-in, nothing found) would flatter the bot.
-            expected = {"chat": Route.CHAT, "what do you know": Route.ABOUT, "recall question": Route.RECALL}
-            made_of = {
-                "chat": lambda text: f"MERGED facts=[{fact}" in text,
-                "what do you know": lambda text: f"MERGED facts=[{fact}" in text,
-                "recall question": lambda text: "\n\nSources:\n" in text,
-            }
-
-            async def timed(route: str) -> float:
-                ms, answer = await replies.ask(questions[route](), asker, channel)
-                if answer.route is not expected[route] or SLOW in answer.text or not made_of[route](answer.text):
-                    raise RuntimeError(f"a {route} took another path: {answer.route}, {answer.text[:200]!r}")
-                return ms
-
+            questions = _questions(f"<@{bot.user.id}>", plants, members, vocab, rng)
+            timed = _timer(Replies(bot), questions, fact, asker, channel)
             for route in ROUTES:  # one of each first: the first reply pays for loading the question model
                 await timed(route)
             await settled(app, guild.id, asker.id)
-            runs: list[dict[str, list[float]]] = []
-            for run in range(args.runs):
-                timings: dict[str, list[float]] = {route: [] for route in ROUTES}
-                writer = asyncio.create_task(chatter(members[1:], channels[1], args.ingest, vocab))
-                with StallMeter() as stall:
-                    for _ in range(args.questions):
-                        for route in ROUTES:
-                            timings[route].append(await timed(route))
-                            await asyncio.sleep(rng.uniform(0.01, 0.05))
-                writer.cancel()
-                written = await writer
-                await dpytest.empty_queue()
-                print(
-                    f"run {run + 1}: {written} messages written meanwhile, worst event-loop stall "
-                    f"{stall.worst * 1000:.0f} ms; "
-                    + ", ".join(f"{r} p50 {pct(t, 50):.1f} p99 {pct(t, 99):.1f} ms" for r, t in timings.items())
-                )
-                runs.append(timings)
+            runs = [
+                await _run(args, run, timed, rng=rng, writers=members[1:], channel=channels[1], vocab=vocab)
+                for run in range(args.runs)
+            ]
             await app.memory.flush()
+    _report(args, runs)
+
+
+def _settings(path: Path, base_url: str) -> Settings:
+    return Settings(  # type: ignore[call-arg]
+        _env_file=None,
+        database_url=f"sqlite+aiosqlite:///{path}",
+        gemini_api_key="bench-key",
+        gemini_base_url=base_url,
+        discord_token=None,
+        discord_members_intent=True,  # dpytest keeps members only with it
+        # A paid tier's quota: the free tier's 10 / 30 requests a minute would time the limiter, not the bot.
+        llm_batch_requests_per_minute=1_000_000,
+        llm_fast_requests_per_minute=1_000_000,
+        llm_batch_tokens_per_minute=0,
+        llm_fast_tokens_per_minute=0,
+    )
+
+
+async def _ready(app: App, guild_id: int, members: list[discord.Member], fact: str) -> int:
+    """Members named, the asker's fact remembered, the past summarised and the vectors indexed; days summarised."""
+    for member in members:
+        await app.memory.intake.member(guild_id, member.id, member.display_name, member.name)
+    await app.memory.facts.remember(guild_id, members[0].id, fact, requested_by=members[0].id)
+    assert app.memory.scheduler is not None
+    summarised = await app.memory.scheduler.catch_up([guild_id])
+    assert await app.memory.recollection.vectors_ready(guild_id)
+    return summarised.built
+
+
+def _questions(
+    mention: str, plants: list[Plant], members: list[discord.Member], vocab: list[str], rng: random.Random
+) -> dict[str, Callable[[], str]]:
+    """A fresh question of each route, each time it is called."""
+    return {
+        # Not a question: the scripted router sends questions to recall, as a real model would send
+        # this one to chat.
+        "chat": lambda: f"{mention} just got back from the {rng.choice(vocab[15:800])}, what a day",
+        "what do you know": lambda: f"{mention} what do you know about me?",
+        "recall question": lambda: (
+            f"{mention} {p.question}"
+            if (p := rng.choice(plants)) and rng.random() < 0.5
+            else f"{mention} what did {rng.choice(members).display_name} say about "
+            f"{' '.join(rng.sample(vocab[15:800], 2))}?"
+        ),
+    }
+
+
+def _timer(
+    replies: Replies,
+    questions: dict[str, Callable[[], str]],
+    fact: str,
+    asker: discord.Member,
+    channel: discord.TextChannel,
+) -> Callable[[str], Awaitable[float]]:
+    """Ask a question of a route; the milliseconds its reply took, once the answer is checked."""
+    # The route each answer took and what it was made of: chat and "what do you know" from the asker's
+    # merged context (the stub's merge writes MERGED: a stand-in quotes facts alone), a question's answer
+    # phrased by the model from what recall found, with its sources. A timing of any other path (a
+    # fallback, a stand-in, nothing found) would flatter the bot.
+    expected = {"chat": Route.CHAT, "what do you know": Route.ABOUT, "recall question": Route.RECALL}
+    made_of = {
+        "chat": lambda text: f"MERGED facts=[{fact}" in text,
+        "what do you know": lambda text: f"MERGED facts=[{fact}" in text,
+        "recall question": lambda text: "\n\nSources:\n" in text,
+    }
+
+    async def timed(route: str) -> float:
+        ms, answer = await replies.ask(questions[route](), asker, channel)
+        if answer.route is not expected[route] or SLOW in answer.text or not made_of[route](answer.text):
+            raise RuntimeError(f"a {route} took another path: {answer.route}, {answer.text[:200]!r}")
+        return ms
+
+    return timed
+
+
+async def _run(
+    args: argparse.Namespace,
+    run: int,
+    timed: Callable[[str], Awaitable[float]],
+    *,
+    rng: random.Random,
+    writers: list[discord.Member],
+    channel: discord.TextChannel,
+    vocab: list[str],
+) -> dict[str, list[float]]:
+    """One run: `args.questions` of each route while `writers` chatter in `channel`; the timings by route."""
+    timings: dict[str, list[float]] = {route: [] for route in ROUTES}
+    writer = asyncio.create_task(chatter(writers, channel, args.ingest, vocab))
+    with StallMeter() as stall:
+        for _ in range(args.questions):
+            for route in ROUTES:
+                timings[route].append(await timed(route))
+                await asyncio.sleep(rng.uniform(0.01, 0.05))
+    writer.cancel()
+    written = await writer
+    await dpytest.empty_queue()
+    print(
+        f"run {run + 1}: {written} messages written meanwhile, worst event-loop stall "
+        f"{stall.worst * 1000:.0f} ms; "
+        + ", ".join(f"{r} p50 {pct(t, 50):.1f} p99 {pct(t, 99):.1f} ms" for r, t in timings.items())
+    )
+    return timings
+
+
+def _report(args: argparse.Namespace, runs: list[dict[str, list[float]]]) -> None:
     rows = []
     for route in ROUTES:
         p50s = [pct(run[route], 50) for run in runs]
