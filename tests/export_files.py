@@ -1,4 +1,4 @@
-"""Writes small DiscordChatExporter-format JSON exports for tests and the import benchmark."""
+"""Small DiscordChatExporter-format JSON exports for tests (bench/import_export.py uses fakes.exporter_json)."""
 
 from __future__ import annotations
 
