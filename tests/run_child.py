@@ -13,12 +13,12 @@ from discord.ext.test.websocket import FakeWebSocket
 
 from bot.cli import main
 from bot.discord_bot import ElefantBot
-from bot.memory.manager import MemoryManager
+from bot.memory.intake.face import Intake
 
-_ingest = MemoryManager.ingest_message
+_ingest = Intake.message
 
 
-async def _recording_ingest(self: MemoryManager, message, **kwargs) -> bool:  # type: ignore[no-untyped-def]
+async def _recording_ingest(self: Intake, message, **kwargs) -> bool:  # type: ignore[no-untyped-def]
     accepted = await _ingest(self, message, **kwargs)
     if accepted:
         sys.stdout.write(f"{message.message_id}\n")
@@ -38,7 +38,7 @@ async def _fake_start(self: ElefantBot, token: str, *, reconnect: bool = True) -
 
 
 if __name__ == "__main__":
-    MemoryManager.ingest_message = _recording_ingest  # type: ignore[method-assign]
+    Intake.message = _recording_ingest  # type: ignore[method-assign]
     FakeWebSocket.open = property(lambda ws: False)  # type: ignore[assignment,method-assign] # no socket to close
     ElefantBot.start = _fake_start  # type: ignore[method-assign]
     main(["run"])

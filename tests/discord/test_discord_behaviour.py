@@ -7,6 +7,7 @@ import asyncio
 import base64
 import inspect
 import signal
+from types import SimpleNamespace
 from urllib.parse import parse_qs, urlparse
 
 import discord
@@ -104,16 +105,20 @@ def slash(bot):
 class Watched:
     """MemoryManager, with every awaited call noted in the interaction's event log (when it happens)."""
 
-    def __init__(self, memory: MemoryManager, events: list[str]) -> None:
-        self._memory, self._events = memory, events
+    FACES = frozenset({"intake", "facts", "recollection", "admin", "directory"})
+
+    def __init__(self, memory: object, events: list[str], prefix: str = "memory") -> None:
+        self._memory, self._events, self._prefix = memory, events, prefix
 
     def __getattr__(self, name):
         value = getattr(self._memory, name)
+        if name in self.FACES:
+            return Watched(value, self._events, f"{self._prefix}.{name}")
         if not inspect.iscoroutinefunction(value):
             return value
 
         async def noted(*args, **kwargs):
-            self._events.append(f"memory.{name}")
+            self._events.append(f"{self._prefix}.{name}")
             return await value(*args, **kwargs)
 
         return noted
@@ -217,7 +222,8 @@ async def test_commands_are_synced_only_when_the_tree_changed(fake_discord, monk
 
     async def start_once(**changes) -> None:
         changed = settings.model_copy(update={"data_dir": tmp_path / "data", **changes})
-        bot = ElefantBot(memory=None, responder=None, settings=changed)  # type: ignore[arg-type]
+        faces = SimpleNamespace(intake=None, facts=None, recollection=None, admin=None, directory=None)
+        bot = ElefantBot(memory=faces, responder=None, settings=changed)  # type: ignore[arg-type]
         async with bot:
             await bot.login(GOOD_TOKEN)  # login runs setup_hook, which syncs if needed
 

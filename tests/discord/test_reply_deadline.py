@@ -114,7 +114,7 @@ async def test_a_quick_answer_shows_no_typing_and_a_slower_ones_indicator_lands_
     the bot typing for ten seconds after it had answered."""
     alice = dpytest.get_config().members[0]
     events: list[str] = []
-    send_typing, record_reply, describe = bot.http.send_typing, bot.memory.record_reply, bot.memory.describe
+    send_typing, record_reply, describe = bot.http.send_typing, bot.memory.intake.reply, bot.memory.recollection.describe
 
     async def typing(channel_id):
         await asyncio.sleep(0.1)  # Discord's round trip
@@ -126,7 +126,7 @@ async def test_a_quick_answer_shows_no_typing_and_a_slower_ones_indicator_lands_
         return await record_reply(*args, **kwargs)
 
     monkeypatch.setattr(bot.http, "send_typing", typing)
-    monkeypatch.setattr(bot.memory, "record_reply", recording)
+    monkeypatch.setattr(bot.memory.intake, "reply", recording)
     await dpytest.message(f"<@{bot.user.id}> what do you know about me?", member=alice)
     await next_message(within=2)
     assert events == ["reply"]  # quicker than TYPING_AFTER_SECONDS: no indicator at all
@@ -135,7 +135,7 @@ async def test_a_quick_answer_shows_no_typing_and_a_slower_ones_indicator_lands_
         await asyncio.sleep(listener.TYPING_AFTER_SECONDS + 0.05)
         return await describe(*args, **kwargs)
 
-    monkeypatch.setattr(bot.memory, "describe", slower)
+    monkeypatch.setattr(bot.memory.recollection, "describe", slower)
     events.clear()
     await dpytest.message(f"<@{bot.user.id}> what do you know about me?", member=alice)
     await next_message(within=2)
@@ -149,7 +149,7 @@ async def test_the_message_asking_is_not_embedded_while_its_reply_is_under_way(b
     memory = bot.memory
     worker = memory.embedding
     assert worker is not None
-    encode, describe = worker._encode, memory.describe
+    encode, describe = worker._encode, memory.recollection.describe
     encoded: list[float] = []  # when the asking message was embedded
     answered: list[float] = []  # when its answer was ready
 
@@ -169,7 +169,7 @@ async def test_the_message_asking_is_not_embedded_while_its_reply_is_under_way(b
         await asyncio.sleep(0.2)
 
     monkeypatch.setattr(worker, "_encode", watching)
-    monkeypatch.setattr(memory, "describe", slow)
+    monkeypatch.setattr(memory.recollection, "describe", slow)
     monkeypatch.setattr(bot.http, "send_typing", typing)
     worker.start()  # what `python -m bot run` starts (this app was opened without its background work)
     try:
