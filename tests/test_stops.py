@@ -19,7 +19,7 @@ from pathlib import Path
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.memory.spill import decode
+from bot.memory.intake.spill import decode
 from db.models import ChatMessage
 from db.records import IncomingMessage
 from tests.export_files import write_export

@@ -13,7 +13,8 @@ from bot.memory.changes import Changes
 from bot.memory.choices import Choices
 from bot.memory.clock import Clock
 from bot.memory.intake.channels import ChannelScopes
-from bot.memory.intake.queue import StoredCounts, WriteBehindQueue
+from bot.memory.intake.counts import StoredCounts
+from bot.memory.intake.queue import WriteBehindQueue
 from bot.memory.intake.window import ChannelWindow
 from bot.memory.names import NameDirectory
 from db.messages import DeadLetter

@@ -1,7 +1,7 @@
 """Write-behind ingestion: a bounded queue drained in batches, retried on failure, drained on shutdown.
 
 What a full queue means is the producer's choice. By default `put` never waits: what does not fit overflows
-to a spill file on disk (bot/memory/spill.py) and is read back, in order, as storage catches up — the Discord
+to a spill file on disk (bot/memory/intake/spill.py) and is read back, in order, as storage catches up — the Discord
 listener and the console must keep replying while storage is slow or down. `put(..., wait=True)` waits for
 room instead (back-pressure), for the importer and the benchmarks, which should not outrun storage.
 """
@@ -13,7 +13,6 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -21,47 +20,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_exponential_jitter
 
 from bot.lifecycle import set_or_done
-from bot.memory.spill import Mark, Overflow, database_identity
+from bot.memory.intake.counts import GaveUpError, IngestStats
+from bot.memory.intake.spill import Mark, Overflow, database_identity
 from bot.memory.types import IngestOp
 from db.messages import DeadLetter, Touched, batch_writer_for, is_refusal
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 FLUSH_YIELD_SECONDS = 0.25  # the longest a batch the flush window let go waits for replies under way
-
-
-@dataclass
-class IngestStats:
-    """Counters for /memory stats and benchmarks."""
-
-    accepted: int = 0
-    written: int = 0
-    batches: int = 0
-    failed_attempts: int = 0
-    overflowed: int = 0  # accepted while the queue was full: kept on disk until storage caught up
-    recovered: int = 0  # left in spill files by an earlier process on this database, replayed at start
-    spilled: int = 0  # not stored before a stop: kept in a spill file for the next start
-    dead_letters: int = 0
-    new_messages: int = 0  # messages stored that were not there before
-    known_messages: int = 0  # messages that were stored already (replays, a second import)
-
-
-@dataclass(frozen=True, slots=True)
-class StoredCounts:
-    """Messages stored new, found stored already and kept as dead letters; the difference of two is a span's."""
-
-    new: int = 0
-    known: int = 0
-    dead_letters: int = 0
-
-    def __sub__(self, earlier: StoredCounts) -> StoredCounts:
-        return StoredCounts(
-            self.new - earlier.new, self.known - earlier.known, self.dead_letters - earlier.dead_letters
-        )
-
-
-class _GaveUpError(Exception):
-    """The stop's time for storage ran out while a write was still waiting for it."""
 
 
 class WriteBehindQueue:
@@ -377,7 +343,7 @@ class WriteBehindQueue:
             return task.result()
         task.cancel()
         await asyncio.wait({task}, timeout=1.0)  # let a cancelled write roll back, briefly
-        raise _GaveUpError
+        raise GaveUpError
 
     async def _keep(self, batch: list[IngestOp | DeadLetter]) -> None:
         try:
