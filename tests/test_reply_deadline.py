@@ -120,7 +120,7 @@ async def test_a_facts_change_outliving_the_deadline_finishes_and_is_reported(sq
         assert slow.text.startswith("The model is slow right now, so I'm still saving that about Ana")
         assert slow.text.endswith(f"What I know about Ana so far: {FACTS}")
         for _ in range(100):
-            if not app.responder._late:
+            if not app.responder.deadline.finishing:
                 break
             await asyncio.sleep(0.05)
         assert await app.memory.facts.get(GUILD, ALICE) == "Ana likes green tea. Ana plays chess."

@@ -114,7 +114,11 @@ async def test_a_quick_answer_shows_no_typing_and_a_slower_ones_indicator_lands_
     the bot typing for ten seconds after it had answered."""
     alice = dpytest.get_config().members[0]
     events: list[str] = []
-    send_typing, record_reply, describe = bot.http.send_typing, bot.memory.intake.reply, bot.memory.recollection.describe
+    send_typing, record_reply, describe = (
+        bot.http.send_typing,
+        bot.memory.intake.reply,
+        bot.memory.recollection.describe,
+    )
 
     async def typing(channel_id):
         await asyncio.sleep(0.1)  # Discord's round trip

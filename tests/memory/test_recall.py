@@ -126,7 +126,9 @@ async def test_common_words_and_busy_members_leave_the_full_text_query_but_not_t
     ]
 
     async def best():
-        return [[h.text for h in await memory.recollection.recall(GUILD, q, now=NOW, user_id=u, limit=2)] for q, u in asked]
+        return [
+            [h.text for h in await memory.recollection.recall(GUILD, q, now=NOW, user_id=u, limit=2)] for q, u in asked
+        ]
 
     exact = await best()
     monkeypatch.setattr(planner, "COMMON", 1)  # every member, and every word said twice, is "common"
