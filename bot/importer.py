@@ -183,65 +183,84 @@ async def import_file(
     staged = await _stage(path, include_bots=include_bots, bot_name=bot_name, progress=progress)
     with staged.rows:
         tracking.total = staged.total
-        guild_id, channel = head.guild.id, head.channel
-        thread = channel.type in THREADS
-        is_private = private or channel.type == PRIVATE_THREAD
-        await memory.intake.channel(
-            guild_id,
-            channel.id,
-            # A file cannot say that a channel is public: without --private, what is known already stays.
-            is_private=True if is_private else None,
-            parent_id=channel.category_id if thread else None,
-            channel_type=channel.type,
-        )
+        is_private = await _observe_channel(memory, head, private)
         await memory.flush()  # what was pending before (an earlier stop's spill) is not this file's to count
         before = memory.intake.stored_so_far()
         log.info("importing %s: %d messages", path.name, tracking.total)
-        handed = opted_out = 0
-        with tqdm(total=staged.total, desc=path.name, unit="msg", disable=not progress, leave=False) as bar:
-            for chunk in _staged_rows(staged.rows):
-                for index, message_id, author_id, name, username, text, at, edited, reply, mentions, command in chunk:
-                    tracking.done = index  # every earlier message is queued or skipped; a cancel lands on this one
-                    queued = await memory.intake.message(
-                        IncomingMessage(
-                            guild_id=guild_id,
-                            channel_id=channel.id,
-                            message_id=message_id,
-                            author_id=author_id,
-                            author_name=name,
-                            author_username=username,
-                            content=text,
-                            created_at=datetime.fromisoformat(at),
-                            edited_at=None if edited is None else datetime.fromisoformat(edited),
-                            reply_to_id=reply,
-                            mentioned_user_ids=mentions,
-                            kind=Kind.COMMAND if command else Kind.SPEECH,
-                        ),
-                        wait=True,  # an import must not outrun storage: it waits for room instead of spilling
-                        embed_now=False,  # the embedding backlog finds them in the database
-                    )
-                    handed += queued
-                    opted_out += not queued
-                tracking.done = chunk[-1][0] + 1  # the whole chunk is queued
-                bar.update(tracking.done - bar.n)
-                await asyncio.sleep(0)  # the writer and a stop get their turn
-        tracking.done = tracking.total
+        handed, opted_out = await _store(memory, head, staged, tracking, progress=progress)
         await memory.admin.optimize()  # stored (flushed), and the query planner knows the guild's new size
-        await memory.intake.names_stored(guild_id)  # a running bot reads the guild's names again, new members included
+        await memory.intake.names_stored(head.guild.id)  # a running bot reads the guild's names again
     counts = memory.intake.stored_so_far() - before
     return ImportResult(
         path,
         head.guild.name,
-        channel.name,
+        head.channel.name,
         handed,
         staged.skipped_bots,
         staged.notices,
-        guild_id,
+        head.guild.id,
         is_private,
         stored=counts.new,
         duplicates=counts.known,
         dead_letters=counts.dead_letters,
         opted_out=opted_out,
+    )
+
+
+async def _observe_channel(memory: MemoryManager, head: ExportHead, private: bool) -> bool:
+    """Tell memory where the export was said (a thread's parent included); whether it is private."""
+    channel = head.channel
+    is_private = private or channel.type == PRIVATE_THREAD
+    await memory.intake.channel(
+        head.guild.id,
+        channel.id,
+        # A file cannot say that a channel is public: without --private, what is known already stays.
+        is_private=True if is_private else None,
+        parent_id=channel.category_id if channel.type in THREADS else None,
+        channel_type=channel.type,
+    )
+    return is_private
+
+
+async def _store(
+    memory: MemoryManager, head: ExportHead, staged: _Staged, tracking: ImportProgress, *, progress: bool
+) -> tuple[int, int]:
+    """Hand the staged rows to storage in order; how many were queued, and how many were by members opted out."""
+    handed = opted_out = 0
+    with tqdm(total=staged.total, desc=tracking.path.name, unit="msg", disable=not progress, leave=False) as bar:
+        for chunk in _staged_rows(staged.rows):
+            for row in chunk:
+                tracking.done = row[0]  # every earlier message is queued or skipped; a cancel lands on this one
+                queued = await memory.intake.message(
+                    _incoming(head, row),
+                    wait=True,  # an import must not outrun storage: it waits for room instead of spilling
+                    embed_now=False,  # the embedding backlog finds them in the database
+                )
+                handed += queued
+                opted_out += not queued
+            tracking.done = chunk[-1][0] + 1  # the whole chunk is queued
+            bar.update(tracking.done - bar.n)
+            await asyncio.sleep(0)  # the writer and a stop get their turn
+    tracking.done = tracking.total
+    return handed, opted_out
+
+
+def _incoming(head: ExportHead, row: tuple[Any, ...]) -> IncomingMessage:
+    """A staged row (`_row`) as the message ingestion takes."""
+    _, message_id, author_id, name, username, text, at, edited, reply, mentions, command = row
+    return IncomingMessage(
+        guild_id=head.guild.id,
+        channel_id=head.channel.id,
+        message_id=message_id,
+        author_id=author_id,
+        author_name=name,
+        author_username=username,
+        content=text,
+        created_at=datetime.fromisoformat(at),
+        edited_at=None if edited is None else datetime.fromisoformat(edited),
+        reply_to_id=reply,
+        mentioned_user_ids=mentions,
+        kind=Kind.COMMAND if command else Kind.SPEECH,
     )
 
 
