@@ -49,7 +49,7 @@ from bot.conversation import Request, Route, asks
 from bot.discord_bot import ElefantBot
 from bot.lifecycle import landed
 from bot.memory.summaries import context, rollups
-from bot.responder import SLOW, Answer
+from bot.reply_deadline import SLOW, Answer
 from bot.settings import Settings
 from db import maintenance
 from fakes.gemini_stub import GeminiStub, Reply, StubRequest, as_json

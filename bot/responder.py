@@ -1,6 +1,7 @@
 """Turns a routed request into the bot's answer: facts operations, what-do-you-know, and chat.
 
-Front ends (Discord, console, tests) call `Responder.respond`; it knows nothing about discord.py.
+Front ends (Discord, console, tests) call `Responder.respond_within`, which answers within a deadline whatever
+the model does (bot/reply_deadline.py), or `respond`; it knows nothing about discord.py.
 """
 
 from __future__ import annotations
@@ -8,16 +9,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from bot import past_questions
 from bot.conversation import Decision, Request, Route, asks, fast_route, is_command, third_person
-from bot.lifecycle import keep, set_or_done, spawn
+from bot.lifecycle import keep, set_or_done
 from bot.llm.budget import Section, assemble
-from bot.memory.facts.store import FactChange
 from bot.memory.manager import MemoryManager
 from bot.memory.recall import Found, Recalled
+from bot.reply_deadline import Answer, ReplyDeadline, under_way
 from bot.text import MENTION
 
 log = logging.getLogger(__name__)
@@ -29,17 +29,6 @@ NOT_ABOUT_ME = (
 )
 Router = Callable[[Request], Awaitable[Decision]]
 Chatter = Callable[[Request, str | None], Awaitable[str]]
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """What the bot says back, what (if anything) it changed, and whose data and which messages it used."""
-
-    text: str
-    route: Route
-    change: FactChange | None = None
-    members: frozenset[int] = frozenset()  # whose facts, context or messages the answer carries
-    quoted: frozenset[int] = frozenset()  # stored messages it quotes (recall)
 
 
 class Responder:
@@ -59,8 +48,11 @@ class Responder:
         self._chatter = chatter
         self._policy = policy
         self._recall_chatter = recall_chatter  # None (no model): recall answers list what was found
-        self._reports: dict[tuple[int, int], list[str]] = {}  # late results not yet told (reply deadline)
-        self._late: set[asyncio.Task[None]] = set()
+        self.deadline = ReplyDeadline(self.respond, memory)
+        # What front ends call: `respond`, answered within a deadline whatever the model does; and at shutdown,
+        # the wait for facts changes still finishing after one.
+        self.respond_within = self.deadline.respond_within
+        self.drain = self.deadline.drain
 
     async def respond(self, request: Request, *, is_admin: bool = False) -> Answer:
         """Answer one message addressed to the bot."""
@@ -205,7 +197,7 @@ class Responder:
         listed = "\n".join(f"• {line}" for line in sources)
         if self._recall_chatter is None:
             return Answer(f"Here is what I found:\n{listed}", Route.RECALL, members=members, quoted=quoted)
-        _under_way(found=Answer(listed, Route.RECALL, members=members, quoted=quoted))  # if the model is slow
+        under_way(found=Answer(listed, Route.RECALL, members=members, quoted=quoted))  # if the model is slow
         reply = await self._recall_chatter(request, memory)
         text = f"{reply}\n\nSources:\n" + "\n".join(f"• {line}" for line in sources[:3])
         return Answer(text, Route.RECALL, members=members, quoted=quoted)
@@ -221,7 +213,7 @@ class Responder:
     async def _change_facts(self, request: Request, decision: Decision) -> Answer:
         if not (decision.fact or "").strip():
             return Answer("What should I remember? Try: remember that Ana is vegetarian.", decision.route)
-        _under_way(committing=decision)  # from here on the change must finish, even past the reply deadline
+        under_way(committing=decision)  # from here on the change must finish, even past the reply deadline
         subject_id = decision.subject_id
         assert subject_id is not None
         memory = self._memory
@@ -229,7 +221,9 @@ class Responder:
         fact = await memory.directory.render_mentions(request.guild_id, decision.fact or "", at=False)
         # Facts are kept in the third person: "I" and "my" mean whoever wrote the words.
         speaker_id = decision.speaker_id or request.author_id
-        fact = third_person(fact, name if speaker_id == subject_id else await memory.directory.name(request.guild_id, speaker_id))
+        fact = third_person(
+            fact, name if speaker_id == subject_id else await memory.directory.name(request.guild_id, speaker_id)
+        )
         about = frozenset({subject_id})
         if decision.route is Route.REMEMBER:
             change = await memory.facts.remember(request.guild_id, subject_id, fact, requested_by=request.author_id)
@@ -271,138 +265,10 @@ class Responder:
             )
         return "Who is that about? Mention them with @, or say “I” / “me” if it is about you."
 
-    # ---- the reply deadline (see the end of this module) -------------------------------------------------
 
-    async def respond_within(
-        self,
-        request: Request,
-        *,
-        deadline: float,
-        is_admin: bool = False,
-        on_late: LateAnswer | None = None,
-    ) -> Answer:
-        """`respond`, answered within `deadline` seconds whatever the model does.
-
-        In time: the answer itself. Late: the facts (and what recall found) with one honest sentence. A facts
-        change that had begun goes on in the background; when it is done `on_late` gets its answer (Discord
-        sends it as a follow-up), or, without `on_late` or if that fails, it opens the member's next reply.
-        """
-        progress = _Progress()
-        task = asyncio.create_task(self._respond_tracked(request, is_admin, progress), name="elefant-reply")
-        try:
-            done, _ = await asyncio.wait({task}, timeout=deadline)
-        except asyncio.CancelledError:  # the front end gave up (shutdown): same rule as a passed deadline
-            if progress.committing is None:
-                task.cancel()
-            else:
-                self._finish_late(task, request, None)
-            raise
-        if task in done:
-            answer = task.result()
-        else:
-            if progress.committing is not None:
-                self._finish_late(task, request, on_late)
-            else:
-                task.cancel()  # nothing must finish: free the model's slots for answers still wanted
-                keep(task, name="cancelled reply")
-            log.info(
-                "reply to message %s passed the %.1f s deadline; answering from memory", request.message_id, deadline
-            )
-            answer = await self._slow_answer(request, progress)
-        told = self._reports.pop((request.guild_id, request.author_id), [])
-        return replace(answer, text="\n\n".join([*told, answer.text])) if told else answer
-
-    async def _respond_tracked(self, request: Request, is_admin: bool, progress: _Progress) -> Answer:
-        _PROGRESS.set(progress)  # in this task's own context: concurrent replies never see each other's
-        return await self.respond(request, is_admin=is_admin)
-
-    def _finish_late(self, task: asyncio.Task[Answer], request: Request, on_late: LateAnswer | None) -> None:
-        """Let a facts change finish, then report it: through `on_late`, else with the member's next reply."""
-
-        async def report() -> None:
-            try:
-                answer = await task
-            except Exception:
-                log.exception("a facts change finishing after the reply deadline failed")
-                answer = Answer(
-                    "Sorry, that change failed after all; nothing was changed. Please try again.", Route.CHAT
-                )
-            if on_late is not None:
-                try:
-                    await on_late(answer)
-                    return
-                except Exception:
-                    log.exception("could not send a late answer; it goes with the member's next reply")
-            key = (request.guild_id, request.author_id)
-            self._reports.setdefault(key, []).append(f"About your earlier message: {answer.text}")
-
-        late = spawn(report(), name="late facts change")
-        self._late.add(late)
-        late.add_done_callback(self._late.discard)
-
-    async def _slow_answer(self, request: Request, progress: _Progress) -> Answer:
-        """The facts (and anything recall found) with one honest sentence; never waits on the model."""
-        decision = progress.committing
-        subject = decision.subject_id if decision is not None and decision.subject_id is not None else None
-        subject = subject or request.author_id
-        try:
-            async with asyncio.timeout(FALLBACK_READ_SECONDS):
-                name = await self._memory.directory.name(request.guild_id, subject)
-                facts = await self._memory.facts.get(request.guild_id, subject) or ""
-                facts = await self._memory.directory.render_mentions(request.guild_id, facts, at=False) if facts else ""
-        except TimeoutError:
-            return Answer(f"{SLOW}, and so is my memory. Please try again in a moment.", Route.CHAT)
-        if decision is not None:
-            verb = "saving" if decision.route is Route.REMEMBER else "forgetting"
-            text = (
-                f"{SLOW}, so I'm still {verb} that about {name}; I'll tell you when it's done. "
-                f"What I know about {name} so far: {facts or 'nothing yet'}"
-            )
-            return Answer(text, decision.route, members=frozenset({subject}))
-        known = f"What I know about you: {facts}" if facts else "I don't know anything about you yet."
-        if (found := progress.found) is not None:
-            text = f"{SLOW}, so here is what I found, unphrased:\n{found.text}\n{known}"
-            return replace(found, text=text, members=found.members | {subject})
-        return Answer(f"{SLOW}, so this is only what I remember. {known}", Route.CHAT, members=frozenset({subject}))
-
-    async def drain(self, grace: float) -> None:
-        """Shutdown: give facts changes still finishing after a deadline up to `grace` seconds."""
-        if self._late:
-            _, pending = await asyncio.wait(set(self._late), timeout=grace)
-            for task in pending:
-                log.warning("a facts change still waiting on the model was abandoned at shutdown")
-                task.cancel()
-
-
-# ---- the reply deadline ---------------------------------------------------------------------------------
-# Front ends call `respond_within`: whatever the model does, an answer comes within the deadline. What must
-# finish (a facts change) finishes in the background and is reported when done; the rest is cancelled.
-
-SLOW = "The model is slow right now"
 # The most the router waits for the search to hand its question to the encoder (reading the question may wait on a
 # slow database: the router does not).
 HAND_OFF_SECONDS = 0.005
-FALLBACK_READ_SECONDS = 0.5  # the slow answer's own reads (facts are cached) may not hold the reply either
-LateAnswer = Callable[[Answer], Awaitable[None]]
-
-
-@dataclass
-class _Progress:
-    """How far an answer got, for the answer given when the deadline passes first."""
-
-    committing: Decision | None = None  # a facts change is under way: it must finish
-    found: Answer | None = None  # recall: the sources, before the model phrases an answer from them
-
-
-_PROGRESS: ContextVar[_Progress | None] = ContextVar("elefant_reply_progress", default=None)
-
-
-def _under_way(*, committing: Decision | None = None, found: Answer | None = None) -> None:
-    """Note how far the answer under a deadline got (nothing happens without one)."""
-    progress = _PROGRESS.get()
-    if progress is not None:
-        progress.committing = committing or progress.committing
-        progress.found = found or progress.found
 
 
 def _drop(found: asyncio.Future[Found]) -> None:
