@@ -22,7 +22,9 @@ async def find(
     memory: MemoryManager, request: Request, *, now: datetime | None = None, limit: int = CITED
 ) -> list[Hit]:
     """The best hits for a question, searched from the channel it was asked in."""
-    return await memory.recollection.recall(request.guild_id, request.text, channel_id=request.channel_id, now=now, limit=limit)
+    return await memory.recollection.recall(
+        request.guild_id, request.text, channel_id=request.channel_id, now=now, limit=limit
+    )
 
 
 async def cite(memory: MemoryManager, hits: list[Hit], now: datetime) -> list[str]:
