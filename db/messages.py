@@ -24,6 +24,25 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from db.engine import tune_sqlite
+from db.ingest_statements import (
+    DEAD_LETTER,
+    DEFER_INDEX,
+    DELETE_MESSAGE,
+    EDIT_MESSAGE,
+    END_DEFER,
+    INDEX_ADDED,
+    INSERT_NEW,
+    KIND_MESSAGE,
+    KNOWN,
+    LAST_ROWID,
+    REPLY_SOURCE,
+    TOUCHED,
+    UPSERT_MESSAGE,
+    UPSERT_NAME,
+    VECTOR,
+    Statement,
+    render,
+)
 from db.names import fold
 from db.records import (
     IncomingMessage,
@@ -34,70 +53,6 @@ from db.records import (
     MessageVector,
     ReplySource,
 )
-
-# SQLAlchemy Core executemany spends most of its time per row; the driver's own executemany with
-# pre-built tuples is ~3x faster (see FIELD-NOTES), so the hot path speaks plain SQL.
-# A message delivered again changes nothing unless it carries a newer edit, so replays, imports and
-# out-of-order events all converge on the latest text.
-_UPSERT_MESSAGE = """
-INSERT INTO chat_history
-    (message_id, guild_id, channel_id, user_id, message_text, timestamp, edited_at, reply_to_id, kind)
-VALUES ({p1}, {p2}, {p3}, {p4}, {p5}, {p6}, {p7}, {p8}, {p9})
-ON CONFLICT (message_id) DO UPDATE
-SET message_text = excluded.message_text, edited_at = excluded.edited_at
-WHERE excluded.edited_at IS NOT NULL
-  AND (chat_history.edited_at IS NULL OR chat_history.edited_at < excluded.edited_at)
-"""
-_EDIT_MESSAGE = """
-UPDATE chat_history SET message_text = {p1}, edited_at = {p2}
-WHERE message_id = {p3} AND (edited_at IS NULL OR edited_at < {p2})
-"""
-_DELETE_MESSAGE = "DELETE FROM chat_history WHERE message_id = {p1}"
-_KIND_MESSAGE = "UPDATE chat_history SET kind = {p1} WHERE message_id = {p2}"
-_UPSERT_NAME = """
-INSERT INTO member_names (guild_id, user_id, display_name, username, updated_at, display_key, username_key)
-VALUES ({p1}, {p2}, {p3}, {p4}, {p5}, {p6}, {p7})
-ON CONFLICT (guild_id, user_id) DO UPDATE
-SET display_name = excluded.display_name, username = excluded.username, updated_at = excluded.updated_at,
-    display_key = excluded.display_key, username_key = excluded.username_key
-WHERE member_names.updated_at <= excluded.updated_at
-"""
-_DEAD_LETTER = """
-INSERT INTO dead_letters (at, guild_id, channel_id, user_id, message_id, reason, payload)
-VALUES ({p1}, {p2}, {p3}, {p4}, {p5}, {p6}, {p7})
-"""
-_REPLY_SOURCE = "INSERT INTO reply_sources (reply_id, guild_id, user_id, message_id) VALUES ({p1}, {p2}, {p3}, {p4})"
-# Only while the message is stored and still says what was embedded: a vector computed for a message deleted or
-# edited meanwhile is dropped quietly (an edit that landed while the old text was being embedded would otherwise
-# leave the old meaning behind: the edit's own re-embedding comes from the backlog).
-# A vector stored again (a new embedding model replacing the old ones, a replay) takes a new id: other processes
-# sync their indexes by id, and one updated in place stayed behind their cursor, unseen until a restart.
-_VECTOR = """
-INSERT INTO message_vectors (message_id, guild_id, model, vector, scale)
-SELECT {p1}, {p2}, {p3}, {p4}, {p5} WHERE EXISTS (
-    SELECT 1 FROM chat_history
-    WHERE message_id = {p1} AND (CAST({p6} AS TEXT) IS NULL OR message_text = CAST({p6} AS TEXT))
-)
-ON CONFLICT (message_id) DO UPDATE
-SET id = {next_id}, model = excluded.model, vector = excluded.vector, scale = excluded.scale
-"""
-_TOUCHED = "SELECT message_id, guild_id, user_id, timestamp FROM chat_history WHERE message_id IN ({marks})"
-# SQLite: while chat_fts_deferred has a row, the insert trigger stands aside and the writer indexes the rows its
-# upsert added in one statement (migration 0010: a trigger per row costs a full-text segment per row).
-_DEFER_INDEX = "INSERT INTO chat_fts_deferred (writer) VALUES (1)"
-_END_DEFER = "DELETE FROM chat_fts_deferred"
-_LAST_ROWID = "SELECT coalesce(max(rowid), 0) FROM chat_history"
-_INDEX_ADDED = (
-    "INSERT INTO chat_fts (rowid, scope, body) "
-    "SELECT message_id, 'g' || guild_id || ' u' || user_id, message_text FROM chat_history WHERE rowid > ?"
-)
-_KNOWN = "SELECT count(*) FROM chat_history WHERE message_id = any($1::bigint[])"
-# The upsert in two statements, for SQLite's batches: an INSERT that may update runs the update triggers'
-# machinery for every row (measured: a fifth of the insert's time), so new rows are only inserted and the
-# edits a replay carries are applied after, by the edit statement's rule (a newer edited_at wins).
-_INSERT_NEW = _UPSERT_MESSAGE[: _UPSERT_MESSAGE.index("ON CONFLICT")] + "ON CONFLICT (message_id) DO NOTHING"
-
-Statement = tuple[str, list[tuple[Any, ...]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,14 +104,6 @@ def is_refusal(exc: BaseException) -> bool:
     return isinstance(exc, refused)
 
 
-def _render(sql: str, dialect: Dialect) -> str:
-    # Numbered markers (SQLite ?N, asyncpg $N) let one parameter appear twice in a statement.
-    prefix = "?" if dialect.paramstyle == "qmark" else "$"
-    # A new surrogate id: PostgreSQL's sequence; SQLite's next rowid (one writer holds the file).
-    next_id = "(SELECT max(id) + 1 FROM message_vectors)" if dialect.name == "sqlite" else "DEFAULT"
-    return sql.format(next_id=next_id, **{f"p{i}": f"{prefix}{i}" for i in range(1, 10)})
-
-
 def _sqlite_time(value: datetime) -> str:
     # The exact text SQLAlchemy's SQLite DateTime stores (naive UTC), built in C: ~4x faster than its
     # bind processor, and this runs for every ingested message.
@@ -200,14 +147,14 @@ class BatchWriter:
     """Turns ingest operations into executemany statements and commits each batch in one transaction."""
 
     def __init__(self, dialect: Dialect) -> None:
-        self._upsert = _render(_UPSERT_MESSAGE, dialect)
-        self._edit = _render(_EDIT_MESSAGE, dialect)
-        self._delete = _render(_DELETE_MESSAGE, dialect)
-        self._kind = _render(_KIND_MESSAGE, dialect)
-        self._name = _render(_UPSERT_NAME, dialect)
-        self._dead = _render(_DEAD_LETTER, dialect)
-        self._source = _render(_REPLY_SOURCE, dialect)
-        self._vector = _render(_VECTOR, dialect)
+        self._upsert = render(UPSERT_MESSAGE, dialect)
+        self._edit = render(EDIT_MESSAGE, dialect)
+        self._delete = render(DELETE_MESSAGE, dialect)
+        self._kind = render(KIND_MESSAGE, dialect)
+        self._name = render(UPSERT_NAME, dialect)
+        self._dead = render(DEAD_LETTER, dialect)
+        self._source = render(REPLY_SOURCE, dialect)
+        self._vector = render(VECTOR, dialect)
         self._marks = "?" if dialect.paramstyle == "qmark" else "$"
         self._time: Callable[[datetime], Any] = _sqlite_time if dialect.name == "sqlite" else _aware_time
 
@@ -221,8 +168,8 @@ class BatchWriter:
     def touched_query(self, count: int) -> str:
         """The SELECT of `count` message ids' rows before they change."""
         if self._marks == "?":
-            return _TOUCHED.format(marks=", ".join("?" * count))
-        return _TOUCHED.format(marks=", ".join(f"${i}" for i in range(1, count + 1)))
+            return TOUCHED.format(marks=", ".join("?" * count))
+        return TOUCHED.format(marks=", ".join(f"${i}" for i in range(1, count + 1)))
 
     def prepare(self, ops: Sequence[IngestOp | DeadLetter]) -> list[Statement]:
         """Statements for `ops` in arrival order; consecutive operations of one kind share one statement."""
@@ -294,7 +241,7 @@ class SqliteBatch(BatchWriter):
 
     def __init__(self, dialect: Dialect) -> None:
         super().__init__(dialect)
-        self._insert_new = _render(_INSERT_NEW, dialect)
+        self._insert_new = render(INSERT_NEW, dialect)
 
     def commit(self, connection: sqlite3.Connection, ops: Sequence[IngestOp | DeadLetter]) -> Written:
         """Build the rows of `ops` and write them in one transaction on `connection`."""
@@ -329,11 +276,11 @@ class SqliteBatch(BatchWriter):
             # The same message twice in one statement: its second row would run the update trigger on text the
             # index never saw. Rare (a replay within one batch), so the triggers do it all, row by row.
             return self._upsert_by_triggers(connection, rows)
-        last = connection.execute(_LAST_ROWID).fetchone()[0]  # new rows get larger rowids (none is AUTOINCREMENT)
-        connection.execute(_DEFER_INDEX)
+        last = connection.execute(LAST_ROWID).fetchone()[0]  # new rows get larger rowids (none is AUTOINCREMENT)
+        connection.execute(DEFER_INDEX)
         connection.executemany(self._insert_new, rows)
-        connection.execute(_END_DEFER)
-        added = connection.execute(_INDEX_ADDED, (last,)).rowcount
+        connection.execute(END_DEFER)
+        added = connection.execute(INDEX_ADDED, (last,)).rowcount
         # Rows are (id, guild, channel, user, text, at, edited_at, …); a new row's own edit changes nothing here.
         edits = [(row[4], row[6], row[0]) for row in rows if row[6] is not None]
         if edits:
@@ -341,7 +288,7 @@ class SqliteBatch(BatchWriter):
         return added
 
     def _upsert_by_triggers(self, connection: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> int:
-        last = connection.execute(_LAST_ROWID).fetchone()[0]
+        last = connection.execute(LAST_ROWID).fetchone()[0]
         connection.executemany(self._upsert, rows)
         return connection.execute("SELECT count(*) FROM chat_history WHERE rowid > ?", (last,)).fetchone()[0]
 
@@ -408,7 +355,7 @@ class PostgresBatchWriter(BatchWriter):
                     if sql is self._upsert:
                         unique = {row[0] for row in rows}
                         # executemany reports nothing back: what was there already is counted first
-                        there = await raw.fetchval(_KNOWN, list(unique))
+                        there = await raw.fetchval(KNOWN, list(unique))
                         new, known = new + len(unique) - there, known + len(rows) - len(unique) + there
                     await raw.executemany(sql, rows)
         return Written(touched, new, known)
