@@ -27,6 +27,7 @@ from bot.lifecycle import StoppedError, unless_stopped
 from bot.memory.clock import Clock, FakeClock
 from bot.memory.types import IncomingMessage, Kind
 from bot.responder import Answer
+from bot.sending import defuse
 from bot.settings import Settings
 
 GUILD = (1 << 60) + 4242
@@ -153,7 +154,13 @@ class Console:
         reply = self._line(BOT_ID, self.settings.bot_name, text, message, Kind.BOT)
         if answer is not None:
             await self.app.memory.intake.reply(reply, members=answer.members, messages=answer.quoted)
-        self.say(f"[{len(self.lines)}] {self.settings.bot_name}: {text}")
+        self.say(f"[{len(self.lines)}] {self.settings.bot_name}: {await self._shown(text)}")
+
+    async def _shown(self, text: str) -> str:
+        """The model's words as a member would see them: mentions as names, @everyone and @here inert."""
+        bot = {BOT_ID: self.settings.bot_name}
+        [rendered] = await self.app.memory.directory.render_all_mentions(GUILD, [text], also=bot)
+        return defuse(rendered)
 
     def _mention(self, name: str) -> str:
         if name.casefold() == self.settings.bot_name.casefold():

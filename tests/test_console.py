@@ -155,3 +155,31 @@ def test_remember_this_in_reply_to_the_bot_stores_no_fact_about_the_bot(tmp_path
     assert lines[-1].startswith("(messages ") and "people with facts 0," in lines[-1]
     about_bot = run(["context", "--guild", str(GUILD), "--user", str(BOT_ID)], tmp_path, "")
     assert about_bot.stdout.startswith(f"(nothing is known about {BOT_ID}")
+
+
+async def test_the_models_mentions_are_shown_as_names_and_its_mass_pings_inert(tmp_path, monkeypatch):
+    import io
+
+    from bot.cli.runner import migrate_database
+    from bot.console import BOT_ID, member_id, run_console
+    from bot.conversation import Route
+    from bot.reply_deadline import Answer, ReplyDeadline
+    from bot.settings import Settings
+
+    said = f"@everyone and @here: <@{member_id('alice')}> asked <@{BOT_ID}>"
+
+    async def respond_within(self: ReplyDeadline, request: object, **_: object) -> Answer:
+        return Answer(said, Route.CHAT)  # what a model may write
+
+    monkeypatch.setattr(ReplyDeadline, "respond_within", respond_within)
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None,
+        database_url=f"sqlite:///{tmp_path}/console.db",
+        embedding_model="none",
+        gemini_api_key=None,
+        discord_token=None,
+    )
+    await migrate_database(settings)
+    out = io.StringIO()
+    await run_console(settings, stdin=io.StringIO("Elefant, hello\n"), out=out)
+    assert out.getvalue().splitlines()[1] == "[2] Elefant: @\u200beveryone and @\u200bhere: @alice asked @Elefant"
