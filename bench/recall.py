@@ -328,7 +328,7 @@ async def _answers(
     found = in_context = in_baseline = 0
     for plant in plants:
         request = Request(GUILD, 2**60 + 4999, plant.question, channel_id=CHANNELS[0])
-        hits = await past_questions.find(memory, request, now=NOW, limit=5)
+        hits = await past_questions.find(memory.recollection, request, now=NOW, limit=5)
         hit = any(h.message_id == plant.message_id for h in hits)
         found += hit
         if verbose and not hit:
@@ -336,7 +336,7 @@ async def _answers(
             print(f"MISS {plant.question!r} -> {plant.text!r} ({age and age.label(NOW, 'UTC')})")
             for h in hits:
                 print(f"    {h.score:.3f} {h.label(NOW, 'UTC')} {h.user_id % 1000} {h.text[:70]!r}")
-        cited = await past_questions.cite(memory, hits, NOW)
+        cited = await past_questions.cite(memory.directory, hits, NOW)
         context = assemble(
             [
                 Section("Recalled", items=cited, share=0.5),

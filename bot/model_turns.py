@@ -21,17 +21,17 @@ class ModelTurns:
 
     def __init__(self, llm: LLM, memory: MemoryManager, settings: Settings) -> None:
         self._llm = llm
-        self._memory = memory
+        self._directory = memory.directory  # names and the guild's clock: all a model turn needs of memory
         self._settings = settings
 
     def _when(self, guild_id: int) -> dict[str, str]:
-        return when(self._memory.directory.now(), self._memory.directory.zone(guild_id))
+        return when(self._directory.now(), self._directory.zone(guild_id))
 
     async def route(self, request: Request) -> Decision:
         """Ask the model what the message wants (any language); subjects are resolved like the fast path."""
         if self._llm.is_offline:
             return Decision(Route.CHAT)
-        author = await self._memory.directory.name(request.guild_id, request.author_id)
+        author = await self._directory.name(request.guild_id, request.author_id)
         result = await self._llm.run(
             "route",
             {
@@ -54,27 +54,27 @@ class ModelTurns:
             return Decision(route, request.author_id, fact)
         if mention := MENTION.fullmatch(subject):
             return Decision(route, int(mention.group(1)), fact)
-        found = await self._memory.directory.resolve(request.guild_id, subject)
+        found = await self._directory.resolve(request.guild_id, subject)
         if len(found) == 1:
             return Decision(route, found[0], fact)
         return Decision(route, None, fact, tuple(found), None if found else subject)
 
     async def chat(self, request: Request, memory: str | None) -> str:
         """A reply in the bot's voice, with what it remembers about the author."""
-        author = await self._memory.directory.name(request.guild_id, request.author_id)
+        author = await self._directory.name(request.guild_id, request.author_id)
         # The bot is no member: its mention would read "@member 1234" to the model, in most lines of a chat.
         bot = {request.bot_user_id: self._settings.bot_name} if request.bot_user_id is not None else {}
         lines = []
         if request.channel_id is not None:
             # Only this channel's own conversation: a private channel's talk never leaves it.
-            lines = self._memory.directory.channel_lines(
+            lines = self._directory.channel_lines(
                 request.guild_id,
                 request.channel_id,
                 budget_tokens=self._settings.chat_window_tokens,
                 before=request.message_id,
             )
         # The window and the message with one lookup of the names they mention.
-        *window, message = await self._memory.directory.render_all_mentions(
+        *window, message = await self._directory.render_all_mentions(
             request.guild_id, [*(line.content for line in lines), request.text], also=bot
         )
         lines = [replace(line, content=content) for line, content in zip(lines, window, strict=True)]

@@ -10,32 +10,33 @@ from __future__ import annotations
 from datetime import datetime
 
 from bot.conversation import Request
-from bot.memory.manager import MemoryManager
+from bot.memory.directory import Directory
 from bot.memory.names import unnamed
 from bot.memory.recall import Hit
+from bot.memory.recollection import Recollection
 
 CITED = 5
 SNIPPET_CHARS = 300
 
 
 async def find(
-    memory: MemoryManager, request: Request, *, now: datetime | None = None, limit: int = CITED
+    recollection: Recollection, request: Request, *, now: datetime | None = None, limit: int = CITED
 ) -> list[Hit]:
     """The best hits for a question, searched from the channel it was asked in."""
-    return await memory.recollection.recall(
+    return await recollection.recall(
         request.guild_id, request.text, channel_id=request.channel_id, now=now, limit=limit
     )
 
 
-async def cite(memory: MemoryManager, hits: list[Hit], now: datetime) -> list[str]:
+async def cite(directory: Directory, hits: list[Hit], now: datetime) -> list[str]:
     """'2026-10-03, 7 weeks ago — Bob: “…” <link>' for each hit (names rendered, nothing that pings), with one
     name lookup for all of them."""
     if not hits:
         return []
     guild_id = hits[0].guild_id
-    names = await memory.directory.display_names(guild_id, {hit.user_id for hit in hits})
-    bodies = await memory.directory.render_all_mentions(guild_id, [hit.text for hit in hits], at=False)
-    zone = memory.directory.zone(guild_id)
+    names = await directory.display_names(guild_id, {hit.user_id for hit in hits})
+    bodies = await directory.render_all_mentions(guild_id, [hit.text for hit in hits], at=False)
+    zone = directory.zone(guild_id)
     lines = []
     for hit, rendered in zip(hits, bodies, strict=True):
         name = names.get(hit.user_id, unnamed(hit.user_id))

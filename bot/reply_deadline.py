@@ -18,8 +18,9 @@ from bot.conversation import Decision, Request, Route
 from bot.lifecycle import keep, spawn
 
 if TYPE_CHECKING:
+    from bot.memory.directory import Directory
+    from bot.memory.facts.face import Facts
     from bot.memory.facts.store import FactChange
-    from bot.memory.manager import MemoryManager
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +45,9 @@ LateAnswer = Callable[[Answer], Awaitable[None]]
 class ReplyDeadline:
     """Answers within a deadline; lets a facts change that outlives it finish, and reports it."""
 
-    def __init__(self, respond: Callable[..., Awaitable[Answer]], memory: MemoryManager) -> None:
+    def __init__(self, respond: Callable[..., Awaitable[Answer]], facts: Facts, directory: Directory) -> None:
         self._respond = respond  # Responder.respond
-        self._memory = memory
+        self._facts, self._directory = facts, directory
         self._reports: dict[tuple[int, int], list[str]] = {}  # late results not yet told
         self._late: set[asyncio.Task[None]] = set()
 
@@ -129,9 +130,9 @@ class ReplyDeadline:
         subject = subject or request.author_id
         try:
             async with asyncio.timeout(FALLBACK_READ_SECONDS):
-                name = await self._memory.directory.name(request.guild_id, subject)
-                facts = await self._memory.facts.get(request.guild_id, subject) or ""
-                facts = await self._memory.directory.render_mentions(request.guild_id, facts, at=False) if facts else ""
+                name = await self._directory.name(request.guild_id, subject)
+                facts = await self._facts.get(request.guild_id, subject) or ""
+                facts = await self._directory.render_mentions(request.guild_id, facts, at=False) if facts else ""
         except TimeoutError:
             return Answer(f"{SLOW}, and so is my memory. Please try again in a moment.", Route.CHAT)
         if decision is not None:

@@ -43,12 +43,16 @@ class Responder:
         policy: str,
         recall_chatter: Chatter | None = None,
     ) -> None:
-        self._memory = memory
+        # Only the faces a reply uses (bot/memory/manager.py hands them out).
+        self._facts, self._recollection = memory.facts, memory.recollection
+        self._directory, self._intake = memory.directory, memory.intake
+        self._wait_seconds = memory.settings.memory_wait_seconds
+        self._budget = memory.settings.context_token_budget + memory.settings.recall_token_budget
         self._router = router
         self._chatter = chatter
         self._policy = policy
         self._recall_chatter = recall_chatter  # None (no model): recall answers list what was found
-        self.deadline = ReplyDeadline(self.respond, memory)
+        self.deadline = ReplyDeadline(self.respond, memory.facts, memory.directory)
         # What front ends call: `respond`, answered within a deadline whatever the model does; and at shutdown,
         # the wait for facts changes still finishing after one.
         self.respond_within = self.deadline.respond_within
@@ -58,15 +62,15 @@ class Responder:
         """Answer one message addressed to the bot."""
         # Background embedding waits meanwhile: on two cores a batch running beside a reply cost it ~3 ms p50
         # (bench.reply, model at 0 ms), and a vector can wait a second.
-        async with self._memory.replies.under_way():
+        async with self._recollection.under_way():
             answer = await self._respond(request, is_admin)
         routed_by_model = not is_command(request.text)  # the front end stored fast-path commands as such already
         if answer.route in {Route.REMEMBER, Route.FORGET} and request.message_id is not None and routed_by_model:
-            await self._memory.intake.mark_command(request.message_id)  # a request to the bot is no news for summaries
+            await self._intake.mark_command(request.message_id)  # a request to the bot is no news for summaries
         return replace(answer, members=answer.members | {request.author_id})
 
     async def _respond(self, request: Request, is_admin: bool) -> Answer:
-        decision = await fast_route(request, self._memory.directory)
+        decision = await fast_route(request, self._directory)
         question = asks(request.text)
         if decision is None and self._router is None and question:
             decision = Decision(Route.RECALL)  # no model to tell: a question goes to what was said
@@ -78,7 +82,7 @@ class Responder:
             encoding = asyncio.Event()
             found = asyncio.ensure_future(
                 # Without summaries: chat has no use for them, and a question searches them after routing.
-                self._memory.recollection.search(
+                self._recollection.search(
                     request.guild_id,
                     request.text,
                     channel_id=request.channel_id,
@@ -128,7 +132,7 @@ class Responder:
         # locked or gone) the reply goes on without it, as it goes on without a context that is not ready.
         recalling_task = asyncio.ensure_future(self._relevant_recall(request, found))
         try:
-            mine = await self._memory.recollection.context(request.guild_id, request.author_id)
+            mine = await self._recollection.context(request.guild_id, request.author_id)
         except BaseException:
             recalling_task.cancel()  # which may not have begun to await `found` yet: stop that too
             if found is not None:
@@ -138,8 +142,8 @@ class Responder:
             parts.append(mine)
         mentioned = {int(m) for m in MENTION.findall(request.text)} | set(request.mentioned_user_ids)
         for user_id in sorted(mentioned - {request.author_id}):
-            if facts := await self._memory.facts.get(request.guild_id, user_id):
-                name = await self._memory.directory.name(request.guild_id, user_id)
+            if facts := await self._facts.get(request.guild_id, user_id):
+                name = await self._directory.name(request.guild_id, user_id)
                 parts.append(f"About {name}: {facts}")
                 members.add(user_id)
         recalled = await recalling_task
@@ -153,7 +157,7 @@ class Responder:
     async def _relevant_recall(self, request: Request, found: asyncio.Future[Found] | None) -> Recalled | None:
         try:
             recalling = self._recollect(request, found, relevant_only=True)
-            return await asyncio.wait_for(recalling, self._memory.settings.memory_wait_seconds)
+            return await asyncio.wait_for(recalling, self._wait_seconds)
         except TimeoutError:
             log.warning("recall for a message in guild %s took too long; replying without it", request.guild_id)
             return None
@@ -162,7 +166,7 @@ class Responder:
         self, request: Request, found: asyncio.Future[Found] | None, *, relevant_only: bool
     ) -> Awaitable[Recalled]:
         """Recall for the request's message, finishing `found` (its search begun while routing) if given."""
-        return self._memory.recollection.recollect(
+        return self._recollection.recollect(
             request.guild_id,
             request.text,
             channel_id=request.channel_id,
@@ -176,8 +180,8 @@ class Responder:
     ) -> tuple[str, Recalled]:
         """Exactly what the model receives to answer about the past: the asker's facts, then recalled turns."""
         recalled = await self._recollect(request, found, relevant_only=False)
-        known = await self._memory.facts.cached(request.guild_id, request.author_id) or ""
-        budget = self._memory.settings.context_token_budget + self._memory.settings.recall_token_budget
+        known = await self._facts.cached(request.guild_id, request.author_id) or ""
+        budget = self._budget
         memory = assemble(
             [Section("Facts", known, guaranteed=True), Section("Recalled conversation", recalled.text, share=1.0)],
             budget,
@@ -186,12 +190,12 @@ class Responder:
 
     async def _recall(self, request: Request, found: asyncio.Future[Found] | None = None) -> Answer:
         """Search the past; with a model, answer from what was found; always cite date, author and link."""
-        now = self._memory.directory.now()
+        now = self._directory.now()
         memory, recalled = await self.recall_memory(request, found=found)
         hits = recalled.hits[:CITED]
         if not hits:
             return Answer("I couldn't find anything about that in what I've kept from this server.", Route.RECALL)
-        sources = await past_questions.cite(self._memory, hits, now)
+        sources = await past_questions.cite(self._directory, hits, now)
         members = frozenset(t.user_id for s in recalled.snippets for t in s.turns) | {h.user_id for h in hits}
         quoted = frozenset(t.message_id for s in recalled.snippets for t in s.turns)
         listed = "\n".join(f"• {line}" for line in sources)
@@ -216,23 +220,22 @@ class Responder:
         under_way(committing=decision)  # from here on the change must finish, even past the reply deadline
         subject_id = decision.subject_id
         assert subject_id is not None
-        memory = self._memory
-        name = await memory.directory.name(request.guild_id, subject_id)
-        fact = await memory.directory.render_mentions(request.guild_id, decision.fact or "", at=False)
+        name = await self._directory.name(request.guild_id, subject_id)
+        fact = await self._directory.render_mentions(request.guild_id, decision.fact or "", at=False)
         # Facts are kept in the third person: "I" and "my" mean whoever wrote the words.
         speaker_id = decision.speaker_id or request.author_id
         fact = third_person(
-            fact, name if speaker_id == subject_id else await memory.directory.name(request.guild_id, speaker_id)
+            fact, name if speaker_id == subject_id else await self._directory.name(request.guild_id, speaker_id)
         )
         about = frozenset({subject_id})
         if decision.route is Route.REMEMBER:
-            change = await memory.facts.remember(request.guild_id, subject_id, fact, requested_by=request.author_id)
-            stored = await memory.directory.render_mentions(request.guild_id, change.after, at=False)
+            change = await self._facts.remember(request.guild_id, subject_id, fact, requested_by=request.author_id)
+            stored = await self._directory.render_mentions(request.guild_id, change.after, at=False)
             return Answer(f"Got it. What I know about {name} now:\n{stored}", Route.REMEMBER, change, members=about)
-        change = await memory.facts.forget(request.guild_id, subject_id, fact, requested_by=request.author_id)
+        change = await self._facts.forget(request.guild_id, subject_id, fact, requested_by=request.author_id)
         if not change.found:
             return Answer(f"I had nothing like that about {name}, so nothing changed.", Route.FORGET, change)
-        remaining = await memory.directory.render_mentions(request.guild_id, change.after, at=False) or "nothing"
+        remaining = await self._directory.render_mentions(request.guild_id, change.after, at=False) or "nothing"
         n = change.redacted
         where = (
             f" I also removed it from {n} stored message{'s' if n != 1 else ''} and summaries that said it."
@@ -247,15 +250,15 @@ class Responder:
         )
 
     async def _about(self, request: Request, subject_id: int) -> str:
-        name = await self._memory.directory.name(request.guild_id, subject_id)
-        known = await self._memory.recollection.describe(request.guild_id, subject_id)
+        name = await self._directory.name(request.guild_id, subject_id)
+        known = await self._recollection.describe(request.guild_id, subject_id)
         if not known:
             return f"I don't know anything about {name} yet."
         return f"What I know about {name}:\n{known}"
 
     async def _which_one(self, request: Request, decision: Decision) -> str:
         if decision.candidates:
-            names = await self._memory.directory.display_names(request.guild_id, set(decision.candidates))
+            names = await self._directory.display_names(request.guild_id, set(decision.candidates))
             listed = ", ".join(f"{names.get(c, 'someone')} (…{str(c)[-4:]})" for c in decision.candidates)
             return f"Several people here go by that name: {listed}. Mention the one you mean with @."
         if decision.unknown_name:

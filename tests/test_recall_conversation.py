@@ -148,11 +148,11 @@ async def test_citations_name_every_author_and_render_mentions_without_pings(mem
     await memory.flush()
     hits = await memory.recollection.recall(GUILD, "exam", now=T0, limit=5)
     stranger = replace(hits[-1], user_id=2**60 + 7777)  # a member whose name was never stored
-    lines = await past_questions.cite(memory, [*hits, stranger], T0)
+    lines = await past_questions.cite(memory.directory, [*hits, stranger], T0)
     assert len(lines) == len(hits) + 1 and len(hits) >= 2 and not any("<@" in line for line in lines)
     assert any("— Bob: “Ana the exam room moved to B12”" in line for line in lines)
     assert lines[-1].split(" — ")[1].startswith(f"member {str(stranger.user_id)[-4:]}: “")
-    assert await past_questions.cite(memory, [], T0) == []
+    assert await past_questions.cite(memory.directory, [], T0) == []
 
 
 async def test_the_question_itself_is_never_its_own_answer(memory):

@@ -25,7 +25,6 @@ from bot.memory.facts.store import RevisionNotFoundError
 
 if TYPE_CHECKING:
     from bot.discord_bot import ElefantBot
-    from bot.memory.manager import MemoryManager
 
 ZONES = sorted(available_timezones())
 CHANNEL_MODES = {
@@ -78,11 +77,11 @@ class AdminCommands(
 
     def __init__(self, bot: ElefantBot) -> None:
         self.bot = bot
+        # Only the faces these commands use (bot/memory/manager.py hands them out).
+        self._admin = bot.memory.admin
+        self._facts = bot.memory.facts
+        self._directory = bot.memory.directory
         super().__init__()
-
-    @property
-    def memory(self) -> MemoryManager:
-        return self.bot.memory
 
     async def interaction_check(self, interaction: discord.Interaction) -> bool:  # type: ignore[override]
         """Runs before every command of the group, subgroups included."""
@@ -92,8 +91,8 @@ class AdminCommands(
     async def stats(self, interaction: discord.Interaction) -> None:
         assert interaction.guild_id is not None
         await interaction.response.defer(ephemeral=True, thinking=True)
-        figures = await self.memory.admin.stats(interaction.guild_id)
-        await answer(interaction, stats_text(figures, self.memory.admin.cache_reports()))
+        figures = await self._admin.stats(interaction.guild_id)
+        await answer(interaction, stats_text(figures, self._admin.cache_reports()))
 
     async def _confirm_purge(
         self, interaction: discord.Interaction, what: str, work: Callable[[], Awaitable[Counter[str]]]
@@ -116,7 +115,7 @@ class AdminCommands(
         await self._confirm_purge(
             interaction,
             f"everything about {user.display_name} in this server",
-            lambda: self.memory.admin.forget_member(guild_id, user.id),
+            lambda: self._admin.forget_member(guild_id, user.id),
         )
 
     @purge.command(name="channel", description="A channel's stored messages")
@@ -128,7 +127,7 @@ class AdminCommands(
         await self._confirm_purge(
             interaction,
             f"the stored messages of #{channel.name}",
-            lambda: self.memory.admin.purge_channel(guild_id, channel.id),
+            lambda: self._admin.purge_channel(guild_id, channel.id),
         )
 
     @purge.command(name="before", description="Every stored message before a date")
@@ -145,12 +144,12 @@ class AdminCommands(
                 "e.g. 2026-01-31. Nothing was deleted.",
             )
             return
-        zone = self.memory.directory.zone(guild_id)
+        zone = self._directory.zone(guild_id)
         cutoff, _ = day_bounds(cutoff_day, zone)
         await self._confirm_purge(
             interaction,
             f"every message before {cutoff_day} ({zone})",
-            lambda: self.memory.admin.purge_before(guild_id, cutoff),
+            lambda: self._admin.purge_before(guild_id, cutoff),
         )
 
     @purge.command(name="all", description="Everything kept about this server")
@@ -160,7 +159,7 @@ class AdminCommands(
         await self._confirm_purge(
             interaction,
             "everything I keep about this server (messages, facts, summaries, settings)",
-            lambda: self.memory.admin.purge_guild(guild_id),
+            lambda: self._admin.purge_guild(guild_id),
         )
 
     @app_commands.command(name="revert", description="Undo one change to a member's facts")
@@ -171,7 +170,7 @@ class AdminCommands(
         assert interaction.guild_id is not None
         await interaction.response.defer(ephemeral=True, thinking=True)  # Discord waits 3 s; the database may not
         try:
-            change = await self.memory.facts.revert(
+            change = await self._facts.revert(
                 interaction.guild_id, user.id, revision, requested_by=interaction.user.id
             )
         except RevisionNotFoundError:
@@ -184,7 +183,7 @@ class AdminCommands(
         if not change.changed:
             await answer(interaction, f"Reverting #{revision} changes nothing: the facts are already like that.")
             return
-        now = await self.memory.directory.render_mentions(interaction.guild_id, change.after, at=False)
+        now = await self._directory.render_mentions(interaction.guild_id, change.after, at=False)
         await answer(
             interaction,
             f"Undid revision #{revision} (as revision #{change.revision_id}). "
@@ -200,7 +199,7 @@ class AdminCommands(
     ) -> None:
         assert interaction.guild_id is not None
         await interaction.response.defer(ephemeral=True, thinking=True)  # dropping summaries can take a while
-        dropped = await self.memory.admin.set_channel_mode(interaction.guild_id, channel.id, mode)
+        dropped = await self._admin.set_channel_mode(interaction.guild_id, channel.id, mode)
         note = f" Dropped {rows_in_words(dropped)} built under the old rule; rebuilt when needed." if dropped else ""
         await answer(interaction, f"#{channel.name} is now **{mode}**: {CHANNEL_MODES[mode]}.{note}")
 
@@ -208,7 +207,7 @@ class AdminCommands(
     @app_commands.describe(zone="An IANA name such as Europe/Berlin; leave empty to see the current one")
     async def timezone(self, interaction: discord.Interaction, zone: str | None = None) -> None:
         assert interaction.guild_id is not None
-        current = self.memory.directory.zone(interaction.guild_id)
+        current = self._directory.zone(interaction.guild_id)
         if zone is None:
             await answer(interaction, f"Days here begin at midnight in **{current}**.")
             return
@@ -221,7 +220,7 @@ class AdminCommands(
             )
             return
         await interaction.response.defer(ephemeral=True, thinking=True)
-        await self.memory.admin.set_timezone(interaction.guild_id, zone)
+        await self._admin.set_timezone(interaction.guild_id, zone)
         await answer(interaction, f"Days here now begin at midnight in **{ZoneInfo(zone).key}** (was {current}).")
 
     @timezone.autocomplete("zone")

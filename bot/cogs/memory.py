@@ -18,7 +18,6 @@ from bot.memory.admin import rows_in_words
 if TYPE_CHECKING:
     from bot.discord_bot import ElefantBot
     from bot.memory.facts.store import Revision
-    from bot.memory.manager import MemoryManager
 
 REVISIONS_SHOWN = 15
 
@@ -39,11 +38,12 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
 
     def __init__(self, bot: ElefantBot) -> None:
         self.bot = bot
+        # Only the faces these commands use (bot/memory/manager.py hands them out).
+        self._admin = bot.memory.admin
+        self._facts = bot.memory.facts
+        self._directory = bot.memory.directory
+        self._recollection = bot.memory.recollection
         super().__init__()
-
-    @property
-    def memory(self) -> MemoryManager:
-        return self.bot.memory
 
     @app_commands.command(name="show", description="What I know about you (admins: about anyone)")
     @app_commands.describe(user="Admins only: someone else")
@@ -52,13 +52,13 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         assert interaction.guild_id is not None
         subject = self_or_admin(interaction, user)
         await interaction.response.defer(ephemeral=True, thinking=True)
-        facts = await self.memory.facts.get(interaction.guild_id, subject.id)
-        context = await self.memory.recollection.describe(interaction.guild_id, subject.id, patient=True)
+        facts = await self._facts.get(interaction.guild_id, subject.id)
+        context = await self._recollection.describe(interaction.guild_id, subject.id, patient=True)
         if facts is None and context is None:
             await answer(interaction, f"I don't remember anything about {subject.display_name} here yet.")
             return
         facts_text = (
-            await self.memory.directory.render_mentions(interaction.guild_id, facts, at=False) if facts else None
+            await self._directory.render_mentions(interaction.guild_id, facts, at=False) if facts else None
         )
         await answer(
             interaction,
@@ -73,13 +73,13 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         assert interaction.guild_id is not None
         subject = self_or_admin(interaction, user)
         await interaction.response.defer(ephemeral=True, thinking=True)  # Discord waits 3 s; the database may not
-        revisions = await self.memory.facts.history(interaction.guild_id, subject.id, limit=REVISIONS_SHOWN)
+        revisions = await self._facts.history(interaction.guild_id, subject.id, limit=REVISIONS_SHOWN)
         if not revisions:
             await answer(interaction, f"No facts about {subject.display_name} have been stored or changed here.")
             return
-        names = await self.memory.directory.display_names(interaction.guild_id, {r.requested_by for r in revisions})
+        names = await self._directory.display_names(interaction.guild_id, {r.requested_by for r in revisions})
         texts = [
-            await self.memory.directory.render_mentions(interaction.guild_id, r.new_blob, at=False) for r in revisions
+            await self._directory.render_mentions(interaction.guild_id, r.new_blob, at=False) for r in revisions
         ]
         header = f"**Changes to the facts about {subject.display_name}** (newest first)"
         await answer(interaction, "\n".join([header, *revision_lines(revisions, names, texts)]))
@@ -91,7 +91,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         assert interaction.guild_id is not None
         subject = self_or_admin(interaction, user)
         await interaction.response.defer(ephemeral=True, thinking=True)
-        text = await self.memory.admin.export(interaction.guild_id, subject.id)
+        text = await self._admin.export(interaction.guild_id, subject.id)
         await answer(
             interaction,
             f"Here is everything I keep about {subject.display_name} in this server.",
@@ -104,10 +104,10 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         assert interaction.guild_id is not None
         guild_id, user_id = interaction.guild_id, interaction.user.id
         await interaction.response.defer(ephemeral=True, thinking=True)
-        await self.memory.admin.opt_out(guild_id, user_id, delete_stored=False)
+        await self._admin.opt_out(guild_id, user_id, delete_stored=False)
 
         async def delete_stored() -> str:
-            counts = await self.memory.admin.forget_member(guild_id, user_id)
+            counts = await self._admin.forget_member(guild_id, user_id)
             return f"Deleted {rows_in_words(counts)}. I no longer store your messages here (/memory optin undoes that)."
 
         view = Confirm(
@@ -129,7 +129,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         """Reverses optout; nothing deleted comes back."""
         assert interaction.guild_id is not None
         await interaction.response.defer(ephemeral=True, thinking=True)
-        await self.memory.admin.opt_in(interaction.guild_id, interaction.user.id)
+        await self._admin.opt_in(interaction.guild_id, interaction.user.id)
         await answer(interaction, "Welcome back: I store your messages in this server again.")
 
     @app_commands.command(name="forget-me", description="Delete everything I keep about you in this server")
@@ -139,7 +139,7 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         guild_id, user_id = interaction.guild_id, interaction.user.id
 
         async def forget() -> str:
-            counts = await self.memory.admin.forget_member(guild_id, user_id)
+            counts = await self._admin.forget_member(guild_id, user_id)
             return (
                 f"Done. Deleted {rows_in_words(counts)}. New messages will be remembered again; "
                 "/memory optout stops that."

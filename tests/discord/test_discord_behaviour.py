@@ -150,9 +150,11 @@ async def test_no_slash_command_touches_the_database_before_discord_has_an_answe
     if path.endswith("channel"):
         options = {"channel": slash.channel, **options}
     events = slash.adapter.events
-    bot.memory = Watched(bot.memory, events)
+    for cog in (bot.get_cog("MemoryCommands"), bot.get_cog("AdminCommands")):
+        for face in Watched.FACES:
+            if hasattr(cog, f"_{face}"):
+                setattr(cog, f"_{face}", Watched(getattr(cog, f"_{face}"), events, f"memory.{face}"))
     await slash.run(path, bob, admin=admin, **options)
-    bot.memory = bot.memory._memory
     assert events and events[0] in {"defer", "respond"}, events  # Discord allows 3 s; databases may take longer
     assert any(e.startswith("memory.") for e in events) or path.endswith(("forget-me", "purge all"))
 
