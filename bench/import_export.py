@@ -1,6 +1,6 @@
 """Import benchmark: peak memory and throughput of `import` as the export grows, streamed vs the whole file.
 
-Each size is a DiscordChatExporter export written as the tool writes it (tests/exporter_json.py), message by
+Each size is a DiscordChatExporter export written as the tool writes it (fakes/exporter_json.py), message by
 message, to a file; each import runs in a fresh process on a fresh SQLite database, set up as the `import`
 command sets it up (open_app: migrations, the LLM client, the embedder, MemoryManager). Peak RSS is that
 process's own high-water mark (wait4's rusage); throughput is the file's messages over the import's time,

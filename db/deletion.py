@@ -3,7 +3,7 @@
 Everything derived from deleted messages goes with them: the summaries of every day they fed (recomputed
 lazily, without them), histories and rollups over those days, stored vectors, the bot's own replies that
 quoted them or were built from a deleted member's data, and dead letters. Run each deletion inside one
-transaction that also holds the guild's lock and logs the change (bot/memory/manager.py does).
+transaction that also holds the guild's lock and logs the change (bot/memory/admin.py and bot/memory/changes.py do).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The async engine and the one session factory; SQLite is tuned on every connection."""
+"""The async engine and how session factories are made from it; SQLite is tuned on every connection."""
 
 from __future__ import annotations
 
@@ -66,5 +66,6 @@ def create_engine(database_url: str, **kwargs: Any) -> AsyncEngine:
 
 
 def create_session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
-    """The session factory every unit of work uses; objects stay readable after commit."""
+    """A session factory for units of work (memory has one, the model's usage writer another); objects stay readable
+    after commit."""
     return async_sessionmaker(engine, expire_on_commit=False)

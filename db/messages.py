@@ -1,7 +1,7 @@
 """The ingest hot path: batched, idempotent writes of messages, edits and deletes with driver executemany.
 
 Besides writing, a batch reports which stored messages its edits, deletes and re-kindings touched (as they
-were before), so the derived data built from them can follow (bot/memory/manager.py), and it tells data
+were before), so the derived data built from them can follow (bot/memory/changes.py), and it tells data
 errors (a row no database will take) from the database being unavailable, so a poison row is isolated
 instead of retried forever.
 """

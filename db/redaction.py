@@ -1,7 +1,7 @@
 """Data access for forgetting a statement: where in a guild it may be written, and rewriting or deleting it.
 
 Finding is broad (the full-text index, with every stem as a prefix, since one word's stems differ between
-"allergic" and "allergy"); deciding what states the fact is bot/memory/forgetting.py's job.
+"allergic" and "allergy"); deciding what states the fact is bot/memory/facts/forgetting.py's job.
 """
 
 from __future__ import annotations

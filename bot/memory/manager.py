@@ -1,9 +1,11 @@
 """MemoryManager: builds the memory layer's parts from settings, starts, flushes and stops them, and hands out
 the small faces the rest of the bot uses — `intake`, `facts`, `recollection`, `admin`, `directory`.
 
-Each front end holds only the face it needs (bot/app.py wires them): the listener `intake`, the responder
-`facts`, `recollection` and `directory`, the admin cog `admin`, `facts` and `directory`. The parts themselves
-stay attributes here for tests and benchmarks that look inside.
+Each front end keeps only the faces it uses, taken at construction: the listener `intake` (and `recollection` to
+mark a reply under way), the responder `facts`, `recollection`, `directory` and `intake`, the slash-command cogs
+`admin`, `facts` and `directory` (the member's cog `recollection` too). The composition root (bot/app.py), the
+console and the CLI reach the faces through the manager they own. The parts stay attributes here for tests and
+benchmarks that look inside.
 """
 
 from __future__ import annotations

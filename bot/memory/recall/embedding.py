@@ -46,7 +46,7 @@ YIELD_SECONDS = 1.0  # the longest a batch waits for replies under way (a busy g
 class Replies:
     """Replies under way: a batch of background embedding waits until there are none (both want the CPU, and a
     member is waiting on the reply; a vector can wait a second), for up to YIELD_SECONDS; so does a batch of
-    ingest the flush window lets go (bot/memory/ingest.py), for up to FLUSH_YIELD_SECONDS."""
+    ingest the flush window lets go (bot/memory/intake/queue.py), for up to FLUSH_YIELD_SECONDS."""
 
     def __init__(self) -> None:
         self._under_way = 0
