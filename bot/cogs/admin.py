@@ -95,10 +95,14 @@ class AdminCommands(
         await answer(interaction, stats_text(figures, self._admin.cache_reports()))
 
     async def _confirm_purge(
-        self, interaction: discord.Interaction, what: str, work: Callable[[], Awaitable[Counter[str]]]
+        self, interaction: discord.Interaction, what: str, work: Callable[[int], Awaitable[Counter[str]]]
     ) -> None:
+        """Ask first; on yes, run `work` on the guild and say what it deleted."""
+        guild_id = interaction.guild_id
+        assert guild_id is not None
+
         async def run() -> str:
-            return f"Deleted {what}: {rows_in_words(await work())}."
+            return f"Deleted {what}: {rows_in_words(await work(guild_id))}."
 
         view = Confirm(interaction.user.id, run, yes="Delete", no="Cancel")
         await answer(
@@ -110,25 +114,15 @@ class AdminCommands(
 
     @purge.command(name="user", description="Everything kept about one member")
     async def purge_user(self, interaction: discord.Interaction, user: discord.User) -> None:
-        assert interaction.guild_id is not None
-        guild_id = interaction.guild_id
-        await self._confirm_purge(
-            interaction,
-            f"everything about {user.display_name} in this server",
-            lambda: self._admin.forget_member(guild_id, user.id),
-        )
+        what = f"everything about {user.display_name} in this server"
+        await self._confirm_purge(interaction, what, lambda guild: self._admin.forget_member(guild, user.id))
 
     @purge.command(name="channel", description="A channel's stored messages")
     async def purge_channel(
         self, interaction: discord.Interaction, channel: discord.TextChannel | discord.Thread | discord.VoiceChannel
     ) -> None:
-        assert interaction.guild_id is not None
-        guild_id = interaction.guild_id
-        await self._confirm_purge(
-            interaction,
-            f"the stored messages of #{channel.name}",
-            lambda: self._admin.purge_channel(guild_id, channel.id),
-        )
+        what = f"the stored messages of #{channel.name}"
+        await self._confirm_purge(interaction, what, lambda guild: self._admin.purge_channel(guild, channel.id))
 
     @purge.command(name="before", description="Every stored message before a date")
     @app_commands.describe(day="YYYY-MM-DD; messages before that day starts in the server's time zone go")
@@ -146,21 +140,13 @@ class AdminCommands(
             return
         zone = self._directory.zone(guild_id)
         cutoff, _ = day_bounds(cutoff_day, zone)
-        await self._confirm_purge(
-            interaction,
-            f"every message before {cutoff_day} ({zone})",
-            lambda: self._admin.purge_before(guild_id, cutoff),
-        )
+        what = f"every message before {cutoff_day} ({zone})"
+        await self._confirm_purge(interaction, what, lambda guild: self._admin.purge_before(guild, cutoff))
 
     @purge.command(name="all", description="Everything kept about this server")
     async def purge_all(self, interaction: discord.Interaction) -> None:
-        assert interaction.guild_id is not None
-        guild_id = interaction.guild_id
-        await self._confirm_purge(
-            interaction,
-            "everything I keep about this server (messages, facts, summaries, settings)",
-            lambda: self._admin.purge_guild(guild_id),
-        )
+        what = "everything I keep about this server (messages, facts, summaries, settings)"
+        await self._confirm_purge(interaction, what, self._admin.purge_guild)
 
     @app_commands.command(name="revert", description="Undo one change to a member's facts")
     @app_commands.describe(revision="The number from /memory history")
@@ -170,9 +156,7 @@ class AdminCommands(
         assert interaction.guild_id is not None
         await interaction.response.defer(ephemeral=True, thinking=True)  # Discord waits 3 s; the database may not
         try:
-            change = await self._facts.revert(
-                interaction.guild_id, user.id, revision, requested_by=interaction.user.id
-            )
+            change = await self._facts.revert(interaction.guild_id, user.id, revision, requested_by=interaction.user.id)
         except RevisionNotFoundError:
             await answer(
                 interaction,

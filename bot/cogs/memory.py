@@ -45,21 +45,27 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
         self._recollection = bot.memory.recollection
         super().__init__()
 
+    async def _subject(
+        self, interaction: discord.Interaction, user: discord.Member | None
+    ) -> tuple[int, discord.abc.User]:
+        """The guild, and whom the command is about (yourself; anyone for an admin); the answer comes later."""
+        assert interaction.guild_id is not None
+        subject = self_or_admin(interaction, user)
+        # Discord waits 3 s for a first answer; the database (or the model, for a context) may not.
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        return interaction.guild_id, subject
+
     @app_commands.command(name="show", description="What I know about you (admins: about anyone)")
     @app_commands.describe(user="Admins only: someone else")
     async def show(self, interaction: discord.Interaction, user: discord.Member | None = None) -> None:
         """Facts, then the context the bot would use now (which may need the model: defer first)."""
-        assert interaction.guild_id is not None
-        subject = self_or_admin(interaction, user)
-        await interaction.response.defer(ephemeral=True, thinking=True)
-        facts = await self._facts.get(interaction.guild_id, subject.id)
-        context = await self._recollection.describe(interaction.guild_id, subject.id, patient=True)
+        guild_id, subject = await self._subject(interaction, user)
+        facts = await self._facts.get(guild_id, subject.id)
+        context = await self._recollection.describe(guild_id, subject.id, patient=True)
         if facts is None and context is None:
             await answer(interaction, f"I don't remember anything about {subject.display_name} here yet.")
             return
-        facts_text = (
-            await self._directory.render_mentions(interaction.guild_id, facts, at=False) if facts else None
-        )
+        facts_text = await self._directory.render_mentions(guild_id, facts, at=False) if facts else None
         await answer(
             interaction,
             f"**Facts about {subject.display_name}**\n{facts_text or '*none*'}\n\n"
@@ -70,17 +76,13 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
     @app_commands.describe(user="Admins only: someone else")
     async def history(self, interaction: discord.Interaction, user: discord.Member | None = None) -> None:
         """The newest revisions; `/memory-admin revert` takes their numbers."""
-        assert interaction.guild_id is not None
-        subject = self_or_admin(interaction, user)
-        await interaction.response.defer(ephemeral=True, thinking=True)  # Discord waits 3 s; the database may not
-        revisions = await self._facts.history(interaction.guild_id, subject.id, limit=REVISIONS_SHOWN)
+        guild_id, subject = await self._subject(interaction, user)
+        revisions = await self._facts.history(guild_id, subject.id, limit=REVISIONS_SHOWN)
         if not revisions:
             await answer(interaction, f"No facts about {subject.display_name} have been stored or changed here.")
             return
-        names = await self._directory.display_names(interaction.guild_id, {r.requested_by for r in revisions})
-        texts = [
-            await self._directory.render_mentions(interaction.guild_id, r.new_blob, at=False) for r in revisions
-        ]
+        names = await self._directory.display_names(guild_id, {r.requested_by for r in revisions})
+        texts = [await self._directory.render_mentions(guild_id, r.new_blob, at=False) for r in revisions]
         header = f"**Changes to the facts about {subject.display_name}** (newest first)"
         await answer(interaction, "\n".join([header, *revision_lines(revisions, names, texts)]))
 
@@ -88,14 +90,12 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
     @app_commands.describe(user="Admins only: someone else")
     async def export(self, interaction: discord.Interaction, user: discord.Member | None = None) -> None:
         """Facts, every revision and every summary about the member, as an attachment."""
-        assert interaction.guild_id is not None
-        subject = self_or_admin(interaction, user)
-        await interaction.response.defer(ephemeral=True, thinking=True)
-        text = await self._admin.export(interaction.guild_id, subject.id)
+        guild_id, subject = await self._subject(interaction, user)
+        text = await self._admin.export(guild_id, subject.id)
         await answer(
             interaction,
             f"Here is everything I keep about {subject.display_name} in this server.",
-            file=markdown_file(text, f"elefant-{interaction.guild_id}-{subject.id}.md"),
+            file=markdown_file(text, f"elefant-{guild_id}-{subject.id}.md"),
         )
 
     @app_commands.command(name="optout", description="Stop storing your messages in this server")
