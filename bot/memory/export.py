@@ -15,16 +15,24 @@ async def member_markdown(sessions: async_sessionmaker[AsyncSession], guild_id: 
     lines.append(data.facts or "_Nothing._")
     lines += ["", "## Fact revisions", ""]
     lines += [
-        f"- #{r.id} {r.at:%Y-%m-%d %H:%M} UTC, {r.op} (asked by {r.requested_by or 'a deleted member'}): "
-        f"{r.new_blob or '_(empty)_'}"
+        _item(
+            f"#{r.id} {r.at:%Y-%m-%d %H:%M} UTC, {r.op} (asked by {r.requested_by or 'a deleted member'}): ",
+            r.new_blob or "_(empty)_",
+        )
         for r in data.revisions
     ] or ["_None._"]
     lines += ["", "## Daily summaries", ""]
-    lines += [f"- {day}: {text or '_(nothing notable)_'}" for day, text in data.days] or ["_None._"]
+    lines += [_item(f"{day}: ", text or "_(nothing notable)_") for day, text in data.days] or ["_None._"]
     lines += ["", "## Weekly history", ""]
-    lines += [f"- up to {end}: {text}" for end, text in data.weeks] or ["_None._"]
+    lines += [_item(f"up to {end}: ", text) for end, text in data.weeks] or ["_None._"]
     lines += ["", "## Weeks and months (rollups)", ""]
     lines += [
-        f"- {kind} {start} to {end}: {text or '_(nothing notable)_'}" for kind, start, end, text in data.rollups
+        _item(f"{kind} {start} to {end}: ", text or "_(nothing notable)_") for kind, start, end, text in data.rollups
     ] or ["_None._"]
     return "\n".join(lines) + "\n"
+
+
+def _item(head: str, text: str) -> str:
+    """One list item: a text of several lines stays in it, its later lines indented under its first."""
+    first, *rest = text.splitlines() or [""]
+    return "\n".join([f"- {head}{first}", *(f"  {line}" if line.strip() else "" for line in rest)])
