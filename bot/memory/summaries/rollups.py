@@ -187,16 +187,3 @@ class Rollups:
 
         await self._summaries.store_if_unchanged(guild_id, generation, seen, save)
         return text
-        async with self._sessions() as session, session.begin():
-            if self._generations.of(guild_id) == generation and await changes.unchanged(session, guild_id, seen):
-                await store.save_rollup(
-                    session,
-                    guild_id,
-                    user_id,
-                    period,
-                    text,
-                    model=model,
-                    version=self._llm.version("historical_summary"),
-                    at=self._clock.now(),
-                )
-        return text
