@@ -10,7 +10,7 @@ from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import scope as scoping
-from db.models import ChatMessage, DailySummary, HistoricalSummary, Rollup
+from db.models import Base, ChatMessage, DailySummary, HistoricalSummary, Rollup
 from db.scope import Scope
 from db.upsert import dialect_insert
 
@@ -164,20 +164,24 @@ async def save_history(
     at: datetime,
 ) -> None:
     """Persist a historical summary (first writer wins)."""
-    stmt = (
-        dialect_insert(session, HistoricalSummary)
-        .values(  # type: ignore[attr-defined]
-            guild_id=guild_id,
-            user_id=user_id,
-            end_date=end_date,
-            summary=summary,
-            model=model,
-            prompt_version=version,
-            created_at=at,
-        )
-        .on_conflict_do_nothing(index_elements=["guild_id", "user_id", "end_date"])
+    await _first_writer_wins(
+        session,
+        HistoricalSummary,
+        {"guild_id": guild_id, "user_id": user_id, "end_date": end_date},
+        summary=summary,
+        model=model,
+        prompt_version=version,
+        created_at=at,
     )
-    await session.execute(stmt)
+
+
+async def _first_writer_wins(
+    session: AsyncSession, table: type[Base], key: dict[str, object], **values: object
+) -> None:
+    """Insert a derived row unless one with the same `key` (its unique columns) exists: two processes may build
+    the same period, and what the first stored stands."""
+    stmt = dialect_insert(session, table).values(**key, **values)
+    await session.execute(stmt.on_conflict_do_nothing(index_elements=list(key)))
 
 
 def user_ids(rows: Iterable[tuple[datetime, int, str]]) -> set[int]:
@@ -218,19 +222,13 @@ async def save_rollup(
     at: datetime,
 ) -> None:
     """Persist a rollup (first writer wins: same period, same daily summaries)."""
-    stmt = (
-        dialect_insert(session, Rollup)
-        .values(  # type: ignore[attr-defined]
-            guild_id=guild_id,
-            user_id=user_id,
-            period=period.kind,
-            start_date=period.start,
-            end_date=period.end,
-            summary=summary,
-            model=model,
-            prompt_version=version,
-            created_at=at,
-        )
-        .on_conflict_do_nothing(index_elements=["guild_id", "user_id", "period", "start_date"])
+    await _first_writer_wins(
+        session,
+        Rollup,
+        {"guild_id": guild_id, "user_id": user_id, "period": period.kind, "start_date": period.start},
+        end_date=period.end,
+        summary=summary,
+        model=model,
+        prompt_version=version,
+        created_at=at,
     )
-    await session.execute(stmt)
