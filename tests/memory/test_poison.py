@@ -1,7 +1,7 @@
 """No poison message stops ingestion, and names are found in any case and script, on both databases.
 
 Each hostile input rides in the middle of a burst of ordinary messages, as it would in a busy guild. Done
-means: every other message of the burst is stored within a second, and the poison is either stored
+means: every other message of the burst is stored without a write retried, and the poison is either stored
 normalised (db/records.py `normalised`) or kept in `dead_letters` — counted, never lost silently.
 """
 
@@ -73,7 +73,8 @@ def burst_around(poison: IncomingMessage) -> list[IncomingMessage]:
 
 
 async def wait_for(memory: MemoryManager, ids: set[int], *, within: float) -> float:
-    """Seconds until all of `ids` are stored (polling SQL, as another reader would), or fail after `within`."""
+    """Seconds until all of `ids` are stored (polling SQL, as another reader would), or fail after `within` (a
+    hang guard)."""
     started = time.monotonic()
     while (await stored_ids(memory, ids)) != ids:
         if time.monotonic() - started > within:
@@ -88,10 +89,12 @@ async def test_a_poison_message_does_not_stop_its_burst(memory, fields):
     poison = dataclasses.replace(message("the poison", author=CAROL, name="carol"), **fields)
     burst = burst_around(poison)
     ordinary = {m.message_id for m in burst if m is not poison}
-    started = time.monotonic()
     for m in burst:
         assert await memory.intake.message(m)
-    await wait_for(memory, ordinary, within=1.0 - (time.monotonic() - started))
+    await wait_for(memory, ordinary, within=30)
+    # The poison was set aside at once, not retried: no write failed (a batch retried until it drops the
+    # poison would store the rest seconds late; one retried for ever, never).
+    assert memory.queue.stats.failed_attempts == 0
     await memory.flush()
 
     try:
@@ -133,10 +136,10 @@ async def test_a_row_the_database_itself_refuses_is_bisected_out_of_its_batch(me
     poison = dataclasses.replace(message("raw poison"), **fields)
     burst = burst_around(poison)
     ordinary = {m.message_id for m in burst if m is not poison}
-    started = time.monotonic()
     for m in burst:
         await memory.queue.put(m)
-    await wait_for(memory, ordinary, within=1.0 - (time.monotonic() - started))
+    await wait_for(memory, ordinary, within=30)
+    assert memory.queue.stats.failed_attempts == 0  # bisected at once, no attempt retried after a pause
     await memory.flush()
     dead = await dead_letters(memory)
     assert len(dead) == 1 and json.loads(dead[0][2])["content"] == poison.content
