@@ -20,6 +20,11 @@ ID = sa.BigInteger
 
 
 def upgrade() -> None:
+    _speech_and_facts()
+    _summaries_and_members()
+
+
+def _speech_and_facts() -> None:
     op.create_table(
         "chat_history",
         sa.Column("message_id", ID(), primary_key=True, autoincrement=False),
@@ -55,6 +60,8 @@ def upgrade() -> None:
     )
     op.create_index("ix_fact_revisions_guild_user", "fact_revisions", ["guild_id", "user_id", "id"])
 
+
+def _summaries_and_members() -> None:
     op.create_table(
         "daily_summaries",
         sa.Column("id", SurrogateKey, primary_key=True, autoincrement=True),

@@ -26,6 +26,16 @@ def _surrogate() -> sa.Column:  # type: ignore[type-arg]
 
 def upgrade() -> None:
     bind = op.get_bind()
+    _columns_and_name_keys(bind)
+    _provenance_tables()
+    if bind.dialect.name == "sqlite":
+        version = tuple(int(p) for p in bind.execute(sa.text("SELECT sqlite_version()")).scalar_one().split("."))
+        if version >= SECURE_DELETE:
+            for table in ("chat_fts", "summary_fts"):
+                op.execute(f"INSERT INTO {table}({table}, rank) VALUES ('secure-delete', 1)")
+
+
+def _columns_and_name_keys(bind: sa.engine.Connection) -> None:
     op.add_column("chat_history", sa.Column("kind", sa.SmallInteger(), nullable=False, server_default="0"))
     op.add_column("channel_privacy", sa.Column("parent_id", sa.BigInteger(), nullable=True))
     op.add_column("channel_privacy", sa.Column("channel_type", sa.String(24), nullable=True))
@@ -51,6 +61,9 @@ def upgrade() -> None:
         )
     op.create_index("ix_member_names_guild_display_key", "member_names", ["guild_id", "display_key"])
     op.create_index("ix_member_names_guild_username_key", "member_names", ["guild_id", "username_key"])
+
+
+def _provenance_tables() -> None:
     op.create_table(
         "dead_letters",
         _surrogate(),
@@ -84,11 +97,6 @@ def upgrade() -> None:
     op.create_index("ix_reply_sources_reply", "reply_sources", ["reply_id"])
     op.create_index("ix_reply_sources_guild_user", "reply_sources", ["guild_id", "user_id"])
     op.create_index("ix_reply_sources_message", "reply_sources", ["message_id"])
-    if bind.dialect.name == "sqlite":
-        version = tuple(int(p) for p in bind.execute(sa.text("SELECT sqlite_version()")).scalar_one().split("."))
-        if version >= SECURE_DELETE:
-            for table in ("chat_fts", "summary_fts"):
-                op.execute(f"INSERT INTO {table}({table}, rank) VALUES ('secure-delete', 1)")
 
 
 def downgrade() -> None:
