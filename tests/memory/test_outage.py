@@ -25,6 +25,7 @@ from bot.settings import Settings
 from db.models import ChannelPrivacy, ChatMessage
 from tests.conftest import PG_BASE_URL
 from tests.factories import CHANNEL, GUILD, message
+from tests.steps import at_once
 
 OUTAGE_SECONDS = float(os.environ.get("ELEFANT_OUTAGE_SECONDS", "2"))
 THREAD = CHANNEL + 1
@@ -94,18 +95,15 @@ async def test_ingest_never_waits_while_storage_is_away_and_everything_is_stored
     manager = MemoryManager(engine, settings)
     await manager.start()
     sent: list[int] = []
-    longest = 0.0
     lag = 0.0
 
     async def burst(seconds: float) -> None:
-        nonlocal longest, lag
+        nonlocal lag
         end = time.perf_counter() + seconds
         while time.perf_counter() < end:
             for _ in range(40):
                 m = message(f"burst {len(sent)}")
-                began = time.perf_counter()
-                await manager.intake.message(m)
-                longest = max(longest, time.perf_counter() - began)
+                at_once(manager.intake.message(m))  # it never waits, for storage or anything else
                 sent.append(m.message_id)
             began = time.perf_counter()
             await asyncio.sleep(0.005)  # the gateway's pace; and the rest of the bot gets the loop
@@ -115,11 +113,12 @@ async def test_ingest_never_waits_while_storage_is_away_and_everything_is_stored
     await manager.flush()
     async with outage(db_url, engine):
         written_before = manager.queue.stats.written
-        began = time.perf_counter()  # a private thread first seen now: its rule must not wait for storage either
-        await manager.intake.channel(GUILD, THREAD, is_private=True, parent_id=CHANNEL, channel_type="private_thread")
-        longest = time.perf_counter() - began
+        # A private thread first seen now: its rule must not wait for storage either.
+        at_once(
+            manager.intake.channel(GUILD, THREAD, is_private=True, parent_id=CHANNEL, channel_type="private_thread")
+        )
         in_thread = message("in the private thread", channel=THREAD)
-        await manager.intake.message(in_thread)
+        at_once(manager.intake.message(in_thread))
         await burst(OUTAGE_SECONDS)
         assert manager.queue.stats.written == written_before, "the outage should have stopped every write"
         assert manager.queue.stats.overflowed > 0 and list((tmp_path / "data").glob("ingest-spill-*.jsonl"))
@@ -130,8 +129,9 @@ async def test_ingest_never_waits_while_storage_is_away_and_everything_is_stored
         private = await conn.scalar(select(ChannelPrivacy.is_private).where(ChannelPrivacy.channel_id == THREAD))
     await manager.close()
 
-    assert longest < 0.1, f"ingest_message waited {longest * 1000:.0f} ms"
-    assert lag < 0.5, f"the event loop stalled for {lag * 1000:.0f} ms"
+    # A hang guard, not a speed: a blocking wait for the away storage on the loop (a lock's or a connection's
+    # time-out) would stop it for seconds; a loaded machine's scheduling stalls it for a fraction of one.
+    assert lag < 5, f"the event loop stalled for {lag * 1000:.0f} ms"
     assert len(sent) > 2000
     assert stored == {*sent, in_thread.message_id}
     assert private is True

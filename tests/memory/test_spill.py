@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Coroutine
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any
 
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -19,6 +17,7 @@ from db.messages import DeadLetter
 from db.models import ChatMessage
 from db.records import Kind, MessageDelete, MessageEdit, MessageKind, MessageVector, ReplySource
 from tests.factories import T0, message, minutes
+from tests.steps import at_once
 
 
 async def texts(engine: AsyncEngine) -> dict[int, str]:
@@ -34,16 +33,6 @@ async def table_away(engine: AsyncEngine) -> None:
 async def table_back(engine: AsyncEngine) -> None:
     async with engine.begin() as conn:
         await conn.execute(text("ALTER TABLE chat_history_away RENAME TO chat_history"))
-
-
-def at_once(put: Coroutine[Any, Any, None]) -> None:
-    """Run a put that must not wait for anything: it finishes without once giving the event loop back."""
-    try:
-        put.send(None)
-    except StopIteration:
-        return
-    put.close()
-    raise AssertionError("the put waited")
 
 
 def spill_files(directory) -> list:
