@@ -17,8 +17,8 @@ from bot.memory.manager import MemoryManager
 from bot.responder import Responder
 from db.engine import create_session_factory
 from db.models import ChatMessage
-from tests.memory.test_facts import AppendingModel
-from tests.memory.test_outage import chat_table_locked
+from tests.memory.facts.test_store import AppendingModel
+from tests.memory.intake.test_queue_outage import chat_table_locked
 
 
 class FailingChat:

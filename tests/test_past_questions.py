@@ -16,7 +16,7 @@ from bot.responder import Responder
 from db.search import summaries as recall_store
 from db.summaries import save_day
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, T0, message
-from tests.memory.test_facts import AppendingModel
+from tests.memory.facts.test_store import AppendingModel
 
 
 class NoNames:

@@ -24,7 +24,7 @@ from db.search import turns as recall_rows
 from fakes.gemini_stub import GeminiStub
 from fakes.models import model_stack, stub_client
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, T0, message
-from tests.memory.test_facts import AppendingModel
+from tests.memory.facts.test_store import AppendingModel
 
 # The stub's "model": words of one concept share a dimension; every other word means nothing to it.
 CONCEPTS = {"exam": 0, "exams": 0, "finals": 0, "test": 0, "flat": 1, "apartment": 1, "lease": 1, "cat": 2, "kitten": 2}

@@ -21,7 +21,7 @@ from db.search import summaries as summary_store
 from db.search.types import Search, decay_rate
 from db.summaries import save_day
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, OTHER_GUILD, T0, message
-from tests.memory.test_facts import AppendingModel
+from tests.memory.facts.test_store import AppendingModel
 
 CAROL = 2**60 + 1003
 NOW = T0

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from bot import console
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def environment(tmp_path: Path) -> dict[str, str]:

@@ -25,7 +25,7 @@ from fakes.models import model_stack
 from tests.conftest import _truncate_pg
 from tests.factories import ALICE, BOB, GUILD, message
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 NOON = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 YESTERDAY = (NOON - timedelta(days=1)).date()
 

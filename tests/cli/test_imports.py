@@ -16,7 +16,7 @@ from db.models import ChatMessage, DeadLetter
 from fakes import exporter_json as dce
 from fakes.exporter_json import Guild, JsonWriter, Msg, User
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 AT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 RUNNERS = Guild(2**60 + 7000, "Trail Runners")
 CHESS = Guild(2**60 + 9000, "Chess Club")
