@@ -11,7 +11,7 @@ A reader is always inside one guild, and usually in one channel or thread ("here
 
 Each filter is a named SQL fragment over a table alias, so that queries written as text (full-text search)
 and queries built with SQLAlchemy Core use the very same words; tests remove each one in turn and watch a
-leak appear (tests/test_scope_filters.py).
+leak appear (tests/db/test_scope.py).
 """
 
 from __future__ import annotations

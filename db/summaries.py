@@ -96,7 +96,7 @@ async def stored_day(session: AsyncSession, guild_id: int, day: date) -> dict[in
     One statement: the day's rows, each with whether the scope lets it be read. Two (the readable rows, then
     whether any row exists) could see a day committed between them as summarised with nothing readable: on
     PostgreSQL each statement reads what was committed before it, and a process waiting for another's build
-    read `{}` (tests/memory/test_claims.py)."""
+    read `{}` (tests/memory/summaries/test_claims.py)."""
     readable = case((scoping.clause(scoping.DERIVED, "daily_summaries", Scope(guild_id)), True), else_=False)
     rows = (
         await session.execute(

@@ -1,4 +1,7 @@
-"""The command line: migrate, a bad setting, guilds it does not know, what a purge asks, dates as people type them."""
+"""Spans bot/cli/ (runner, database, reading): the command line as people use it, not one command module.
+
+Migrate, a bad setting, guilds it does not know, what a purge asks, dates as people type them.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Importing exports as DiscordChatExporter really writes them (tests/exporter_json.py), on both databases.
+"""Importing exports as DiscordChatExporter really writes them (fakes/exporter_json.py), on both databases.
 
 A new user's first step is importing what their server said; these exports carry everything the real tool
 puts in a file: threads whose `categoryId` is their parent channel, DMs with guild "0", every system notice

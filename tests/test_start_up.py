@@ -3,7 +3,7 @@ the fix, exit code 1, no traceback (unless LOG_LEVEL=DEBUG asks for it). Also: `
 and the installed `elefant` command is the same program.
 
 Discord's answers (a wrong token, a privileged intent switched off, no network) are in
-tests/discord/test_start_up.py, Google's in tests/llm/test_start_up.py, settings refused before anything opens
+tests/discord/test_start_up.py, Google's in tests/llm/test_probe.py, settings refused before anything opens
 in tests/test_settings.py.
 """
 

@@ -1,4 +1,6 @@
-"""Stopping the real commands mid-burst (SIGTERM / SIGINT to subprocesses), on both databases: what was accepted is
+"""Spans the run, console and import commands and the spill: stopping each mid-burst loses nothing accepted.
+
+Stopping the real commands mid-burst (SIGTERM / SIGINT to subprocesses), on both databases: what was accepted is
 stored or kept in a spill file (stored + spilled = accepted), the next start stores what was spilled, and an
 interrupted import says how far it got and finishes when run again."""
 

@@ -1,4 +1,4 @@
-"""SQLite's full-text index fed per batch (migration 0010) holds exactly what the rows say, as the trigger did.
+"""SQLite's full-text index fed per batch (migration 0011) holds exactly what the rows say, as the trigger did.
 
 The index is contentless, so a wrong 'delete' or a row indexed twice would not show in a query until it
 corrupts one: every check here compares the whole index, term by term and position by position

@@ -1,4 +1,4 @@
-"""The same migrations give the same schema on SQLite and PostgreSQL, and match the models."""
+"""Spans db/migrations/ and db/models.py: the migrations give one schema on SQLite and PostgreSQL, the models'."""
 
 from __future__ import annotations
 

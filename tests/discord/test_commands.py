@@ -1,4 +1,7 @@
-"""/memory and /memory-admin through discord.py's real command tree, on both databases, offline provider."""
+"""Spans bot/cogs/memory.py, admin.py and replies.py: /memory and /memory-admin through discord.py's command tree.
+
+On both databases, with the offline provider.
+"""
 
 from __future__ import annotations
 

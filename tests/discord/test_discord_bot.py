@@ -1,5 +1,8 @@
-"""Discord as it really behaves: minimal intents, no member download, sharding, defer before database work,
-questions that expire visibly, the invite link, sync only when the command tree changed, Windows-safe stop."""
+"""Spans bot/discord_bot.py and what it wires (the Cogs, the invite, sync, the stop): Discord as it really behaves.
+
+Minimal intents, no member download, sharding, defer before database work, questions that expire visibly, the
+invite link, sync only when the command tree changed, Windows-safe stop.
+"""
 
 from __future__ import annotations
 

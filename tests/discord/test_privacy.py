@@ -1,4 +1,7 @@
-"""A staff-only channel's secret never reaches a reply or a context built in a public channel."""
+"""Spans the listener, the responder and memory: a staff-only channel's secret never reaches a public channel.
+
+Neither a reply nor a context built in a public channel carries it.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Starting the real `python -m bot` against what Discord answers: one sentence on stderr, exit code 1.
+"""Spans the CLI, bot/start_up.py and bot/discord_bot.py: the real `python -m bot` against what Discord answers.
+
+Each wrong answer is one sentence on stderr and exit code 1.
 
 The subprocess reaches tests/discord/fake_discord.py through tests/discord/shim/sitecustomize.py (discord.py's
 API base and gateway URL, nothing else, are pointed at it).

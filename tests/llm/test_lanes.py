@@ -1,4 +1,6 @@
-"""Gemini as it really behaves, through the client exactly as `run` builds it from settings (base URL included).
+"""Spans bot/llm/build.py, resilience.py and gemini.py: Gemini as it really behaves, through the client `run` builds.
+
+The client is built from settings exactly as `run` builds it (base URL included).
 
 One breaker, limiter and retry policy per model; both HTTP stacks' transport errors retried; the cause logged
 once per breaker transition; thinking tokens counted; Gemma detected in any id form; temperatures per family.

@@ -1,4 +1,7 @@
-"""Deletion is complete on both databases: every table by query, and every cache, after forget-me and purges."""
+"""Spans memory's deletions and every store: after forget-me and purges nothing is left in any table or cache.
+
+On both databases; every table is checked by query.
+"""
 
 from __future__ import annotations
 

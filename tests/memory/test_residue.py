@@ -1,4 +1,6 @@
-"""Nothing of a deleted thing survives anywhere: tables (the full-text index included), files, caches, replies.
+"""Spans every store and read path: nothing of a deleted thing survives anywhere — tables, files, caches, replies.
+
+The tables include the full-text index.
 
 Each test builds the same guild on both databases: alice tells the bot a secret, the bot confirms it (a stored
 reply built from her data), a recall answer quotes her message, summaries, histories, rollups, contexts and

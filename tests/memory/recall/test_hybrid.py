@@ -1,4 +1,7 @@
-"""Optional hybrid recall: Gemini embeddings (real google-genai client, local stub), both halves contributing."""
+"""Spans bot/memory/recall/ and bot/llm/embeddings.py: hybrid recall, both halves (words, meaning) contributing.
+
+Gemini embeddings through the real google-genai client against a local stub.
+"""
 
 from __future__ import annotations
 
