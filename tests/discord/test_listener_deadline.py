@@ -11,15 +11,18 @@ import time
 
 import discord
 import discord.ext.test as dpytest
+import numpy as np
 import pytest
 from discord.ext.test import backend
 
 from bot.app import open_app
 from bot.cogs import listener
 from bot.discord_bot import ElefantBot
+from bot.llm.local_embedder import DIMENSIONS
+from bot.memory.recall import embedding
 from fakes.gemini_stub import GeminiStub, hang
 from fakes.model_doubles import scripted_model
-from tests.test_reply_deadline import DEADLINE, settings_for
+from tests.test_reply_deadline import settings_for
 
 
 @pytest.fixture
@@ -44,8 +47,8 @@ async def bot(db_url, stub):
         await dpytest.empty_queue()
 
 
-async def next_message(within: float):
-    """The next message the bot sends, waiting for it up to `within` seconds."""
+async def next_message(within: float = 30):
+    """The next message the bot sends, waiting for it up to `within` seconds (a hang guard)."""
     for _ in range(int(within / 0.05)):
         if not dpytest.sent_queue.empty():
             return dpytest.get_message()
@@ -54,29 +57,33 @@ async def next_message(within: float):
 
 
 async def test_a_hanging_model_gets_a_reply_in_time_and_the_change_as_a_follow_up(bot, stub, monkeypatch):
-    typing: list[float] = []
-    original = bot.http.send_typing
+    events: list[str] = []
+    send_typing, record_reply = bot.http.send_typing, bot.memory.intake.reply
 
-    async def recording(channel_id):  # the HTTP edge of the typing indicator
-        typing.append(time.perf_counter())
-        return await original(channel_id)
+    async def typing(channel_id):  # the HTTP edge of the typing indicator
+        events.append("typing")
+        return await send_typing(channel_id)
 
-    monkeypatch.setattr(bot.http, "send_typing", recording)
+    async def recording(*args, **kwargs):  # right after a reply was sent
+        events.append("reply")
+        return await record_reply(*args, **kwargs)
+
+    monkeypatch.setattr(bot.http, "send_typing", typing)
+    monkeypatch.setattr(bot.memory.intake, "reply", recording)
     alice = dpytest.get_config().members[0]
     guild = dpytest.get_config().guilds[0]
     name = alice.display_name
     await bot.memory.facts.remember(guild.id, alice.id, f"{name} likes green tea", requested_by=alice.id)
     stub.responder = lambda request: hang()
 
-    started = time.perf_counter()
     await dpytest.message(f"<@{bot.user.id}> remember that I play chess", member=alice)
-    reply = await next_message(within=DEADLINE + 1)
-    assert time.perf_counter() - started < DEADLINE + 1
-    assert typing and typing[0] - started < 0.5  # the member saw the bot typing while it waited
+    reply = await next_message()
+    # In time: the deadline's answer from memory, while the model still hangs (its answer would say "Got it").
     assert reply.content.startswith(f"The model is slow right now, so I'm still saving that about {name}")
     assert reply.content.endswith(f"What I know about {name} so far: {name} likes green tea.")
+    assert events.index("typing") < events.index("reply")  # the member saw the bot typing while it waited
 
-    follow_up = await next_message(within=5)
+    follow_up = await next_message()
     assert follow_up.content == f"Got it. What I know about {name} now:\n{name} likes green tea. {name} plays chess."
     assert await bot.memory.facts.get(guild.id, alice.id) == f"{name} likes green tea. {name} plays chess."
 
@@ -88,15 +95,14 @@ async def test_the_typing_indicator_never_holds_or_breaks_the_reply(bot, monkeyp
     calls: list[str] = []
     monkeypatch.setattr(listener, "TYPING_AFTER_SECONDS", 0.0)  # at once, even for this quick answer
 
-    async def slow(channel_id):
+    async def slow(channel_id):  # never answers: a reply that waited for it would never come
         calls.append("slow")
-        await asyncio.sleep(3)
+        await asyncio.Event().wait()
 
     monkeypatch.setattr(bot.http, "send_typing", slow)
-    started = time.perf_counter()
     await dpytest.message(f"<@{bot.user.id}> what do you know about me?", member=alice)
-    reply = await next_message(within=2)
-    assert time.perf_counter() - started < 1.5 and calls == ["slow"]
+    reply = await next_message()
+    assert calls == ["slow"]
     assert "I don't know anything about" in reply.content
 
     async def forbidden(channel_id):
@@ -105,7 +111,7 @@ async def test_the_typing_indicator_never_holds_or_breaks_the_reply(bot, monkeyp
 
     monkeypatch.setattr(bot.http, "send_typing", forbidden)
     await dpytest.message(f"<@{bot.user.id}> what do you know about me?", member=alice)
-    reply = await next_message(within=2)
+    reply = await next_message()
     assert calls[-1] == "forbidden" and "I don't know anything about" in reply.content
 
 
@@ -120,7 +126,10 @@ async def test_a_quick_answer_shows_no_typing_and_a_slower_ones_indicator_lands_
         bot.memory.recollection.describe,
     )
 
+    requested = asyncio.Event()
+
     async def typing(channel_id):
+        requested.set()
         await asyncio.sleep(0.1)  # Discord's round trip
         events.append("typing")
         return await send_typing(channel_id)
@@ -131,18 +140,24 @@ async def test_a_quick_answer_shows_no_typing_and_a_slower_ones_indicator_lands_
 
     monkeypatch.setattr(bot.http, "send_typing", typing)
     monkeypatch.setattr(bot.memory.intake, "reply", recording)
+    # An hour, so that "quicker than TYPING_AFTER_SECONDS" holds however slow the machine is.
+    monkeypatch.setattr(listener, "TYPING_AFTER_SECONDS", 3600.0)
     await dpytest.message(f"<@{bot.user.id}> what do you know about me?", member=alice)
-    await next_message(within=2)
+    await next_message()
     assert events == ["reply"]  # quicker than TYPING_AFTER_SECONDS: no indicator at all
 
     async def slower(*args, **kwargs):  # done while the indicator's first request is under way
-        await asyncio.sleep(listener.TYPING_AFTER_SECONDS + 0.05)
+        await requested.wait()
         return await describe(*args, **kwargs)
 
+    monkeypatch.setattr(listener, "TYPING_AFTER_SECONDS", 0.0)
+    # The reply waits for the request under way however long it takes here (a loaded machine's 0.1 s sleep may
+    # outlast the shipped TYPING_SETTLE_SECONDS); that order is what this proves.
+    monkeypatch.setattr(listener, "TYPING_SETTLE_SECONDS", 3600.0)
     monkeypatch.setattr(bot.memory.recollection, "describe", slower)
     events.clear()
     await dpytest.message(f"<@{bot.user.id}> what do you know about me?", member=alice)
-    await next_message(within=2)
+    await next_message()
     assert events == ["typing", "reply"]
 
 
@@ -153,14 +168,16 @@ async def test_the_message_asking_is_not_embedded_while_its_reply_is_under_way(b
     memory = bot.memory
     worker = memory.embedding
     assert worker is not None
-    encode, describe = worker._encode, memory.recollection.describe
+    describe = memory.recollection.describe
     encoded: list[float] = []  # when the asking message was embedded
     answered: list[float] = []  # when its answer was ready
 
+    # When the encoder is called is the point, not its vectors: the model runs at the lowest CPU priority, and
+    # beside two busy processes it did not finish a batch in 30 s.
     async def watching(texts):
         if any("what do you know" in t for t in texts):
             encoded.append(time.perf_counter())
-        return await encode(texts)
+        return np.full((len(texts), DIMENSIONS), DIMENSIONS**-0.5, dtype=np.float32)
 
     async def slow(*args, **kwargs):  # the reply takes a while: time enough for a batch to start
         await asyncio.sleep(0.3)
@@ -173,12 +190,13 @@ async def test_the_message_asking_is_not_embedded_while_its_reply_is_under_way(b
         await asyncio.sleep(0.2)
 
     monkeypatch.setattr(worker, "_encode", watching)
+    monkeypatch.setattr(embedding, "YIELD_SECONDS", 3600.0)  # only the reply's end lets a batch go, however slow
     monkeypatch.setattr(memory.recollection, "describe", slow)
     monkeypatch.setattr(bot.http, "send_typing", typing)
     worker.start()  # what `python -m bot run` starts (this app was opened without its background work)
     try:
         await dpytest.message(f"<@{bot.user.id}> what do you know about me?", member=alice)
-        await next_message(within=3)
+        await next_message()
         await asyncio.wait_for(worker.idle(), 30)
     finally:
         await worker.close()
