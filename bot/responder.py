@@ -63,6 +63,7 @@ class Responder:
         # Background embedding waits meanwhile: on two cores a batch running beside a reply cost it ~3 ms p50
         # (bench.reply, model at 0 ms), and a vector can wait a second.
         async with self._recollection.under_way():
+            await self._recollection.follow_others()
             answer = await self._respond(request, is_admin)
         routed_by_model = not is_command(request.text)  # the front end stored fast-path commands as such already
         if answer.route in {Route.REMEMBER, Route.FORGET} and request.message_id is not None and routed_by_model:

@@ -20,6 +20,7 @@ from db.models import MemoryChange
 
 CHANNEL = "elefant_memory"  # PostgreSQL NOTIFY channel
 _PG_LOCK_CLASS = 0x456C  # first key of the two-int advisory lock; the second is the guild
+_PG_LOG_LOCK = 0x456E  # the log's writers, one at a time (db/tombstones.py holds 0x456D)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +63,14 @@ async def unchanged(session: AsyncSession, guild_id: int, seen: int) -> bool:
 async def record(
     session: AsyncSession, guild_id: int, user_id: int | None, what: str, *, origin: str, at: datetime
 ) -> int:
-    """Log a change inside the transaction that makes it; other processes hear of it when it commits."""
+    """Log a change inside the transaction that makes it; other processes hear of it when it commits.
+
+    Readers follow the log by id. On PostgreSQL ids are handed out when a row is inserted, not when it commits,
+    so a change could commit after a higher-numbered one that a reader has already passed; the lock makes
+    the log's writers take their ids and commit one at a time. (Call this last in the transaction.)
+    """
+    if session.bind.dialect.name == "postgresql":  # type: ignore[union-attr]
+        await session.execute(text("SELECT pg_advisory_xact_lock(:k, 0)"), {"k": _PG_LOG_LOCK})
     row = MemoryChange(guild_id=guild_id, user_id=user_id, what=what[:24], origin=origin[:32], at=at)
     session.add(row)
     await session.flush()

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Date, Select, and_, cast, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
+from db import tombstones
 from db.models import (
     ChatMessage,
     DailySummary,
@@ -113,6 +114,8 @@ async def drop_replies(
     replies = select(ReplySource.reply_id).where(ReplySource.guild_id == guild_id, or_(*conditions))
     reply_ids = list((await session.scalars(replies.distinct())).all())
     if reply_ids:
+        # A copy still on its way to the database (a queue, a spill file) must not store it again.
+        await tombstones.bury_messages(session, reply_ids, at=datetime.now(UTC))
         _count(
             counts,
             "bot_replies",
@@ -124,14 +127,15 @@ async def drop_replies(
     await session.execute(delete(ReplySource).where(ReplySource.guild_id == guild_id, or_(gone, *conditions)))
 
 
-def delete_member(*, guild_id: int, user_id: int) -> Deletion:
-    """Bind the deletion to its target; run it with a session."""
-    return lambda session: _delete_member(session, guild_id, user_id)
+def delete_member(*, guild_id: int, user_id: int, at: datetime) -> Deletion:
+    """Bind the deletion to its target (`at`: now; what they said until then can never be stored again)."""
+    return lambda session: _delete_member(session, guild_id, user_id, at)
 
 
-async def _delete_member(session: AsyncSession, guild_id: int, user_id: int) -> Counter[str]:
+async def _delete_member(session: AsyncSession, guild_id: int, user_id: int, at: datetime) -> Counter[str]:
     """Everything about one member in one guild: messages, facts, revisions, names, summaries built on them."""
     counts: Counter[str] = Counter()
+    await tombstones.bury(session, guild_id, tombstones.MEMBER, user_id, at)
     mentions_them = and_(ChatMessage.guild_id == guild_id, ChatMessage.message_text.contains(f"{user_id}>"))
     days = await _days(
         session, or_(and_(ChatMessage.guild_id == guild_id, ChatMessage.user_id == user_id), mentions_them)
@@ -188,13 +192,14 @@ async def _delete_member(session: AsyncSession, guild_id: int, user_id: int) -> 
     return counts
 
 
-def delete_channel(*, guild_id: int, channel_id: int) -> Deletion:
-    """Bind the deletion to its target; run it with a session."""
+def delete_channel(*, guild_id: int, channel_id: int, at: datetime) -> Deletion:
+    """Bind the deletion to its target (`at`: now; what was said there until then can never be stored again)."""
     return lambda session: _delete_messages(
         session,
         guild_id,
         and_(ChatMessage.guild_id == guild_id, ChatMessage.channel_id == channel_id),
         DeadLetter.channel_id == channel_id,
+        grave=(tombstones.CHANNEL, channel_id, at),
     )
 
 
@@ -205,14 +210,22 @@ def delete_before(*, guild_id: int, before: datetime) -> Deletion:
         guild_id,
         and_(ChatMessage.guild_id == guild_id, ChatMessage.timestamp < before),
         DeadLetter.at < before,
+        # "at or before" in a tombstone; a message of exactly `before` stays, as here: a microsecond less.
+        grave=(tombstones.BEFORE, 0, before - timedelta(microseconds=1)),
     )
 
 
 async def _delete_messages(
-    session: AsyncSession, guild_id: int, where: ColumnElement[bool], dead: ColumnElement[bool]
+    session: AsyncSession,
+    guild_id: int,
+    where: ColumnElement[bool],
+    dead: ColumnElement[bool],
+    *,
+    grave: tuple[str, int, datetime],
 ) -> Counter[str]:
     """Some messages of a guild, everything derived from them, and the dead letters of the same span."""
     counts: Counter[str] = Counter()
+    await tombstones.bury(session, guild_id, *grave)
     await drop_derived(session, guild_id, await _days(session, where), counts)
     await drop_replies(session, guild_id, messages=select(ChatMessage.message_id).where(where), counts=counts)
     _count(counts, "chat_history", await session.execute(delete(ChatMessage).where(where)))
@@ -235,14 +248,15 @@ async def _drop_channel_summaries(session: AsyncSession, guild_id: int, channel_
     return counts
 
 
-def delete_guild(*, guild_id: int) -> Deletion:
-    """Bind the deletion to its target; run it with a session."""
-    return lambda session: _delete_guild(session, guild_id)
+def delete_guild(*, guild_id: int, at: datetime) -> Deletion:
+    """Bind the deletion to its target (`at`: now; what was said until then can never be stored again)."""
+    return lambda session: _delete_guild(session, guild_id, at)
 
 
-async def _delete_guild(session: AsyncSession, guild_id: int) -> Counter[str]:
+async def _delete_guild(session: AsyncSession, guild_id: int, at: datetime) -> Counter[str]:
     """Everything the bot keeps of what a guild said; its privacy configuration stays (GUILD_CONFIGURATION)."""
     counts: Counter[str] = Counter()
+    await tombstones.bury(session, guild_id, tombstones.BEFORE, 0, at)
     for model in (
         ChatMessage,
         UserFacts,

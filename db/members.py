@@ -8,6 +8,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models import GuildSettings, UserOptOut
+from db.upsert import dialect_insert
 
 
 async def optouts(session: AsyncSession) -> set[tuple[int, int]]:
@@ -17,8 +18,9 @@ async def optouts(session: AsyncSession) -> set[tuple[int, int]]:
 
 
 async def opt_out(session: AsyncSession, guild_id: int, user_id: int, *, at: datetime) -> None:
-    """Record an opt-out (again is fine)."""
-    await session.merge(UserOptOut(guild_id=guild_id, user_id=user_id, at=at))
+    """Record an opt-out (again is fine, in any process at the same time)."""
+    insert = dialect_insert(session, UserOptOut).values(guild_id=guild_id, user_id=user_id, at=at)
+    await session.execute(insert.on_conflict_do_nothing())
 
 
 async def opt_in(session: AsyncSession, guild_id: int, user_id: int) -> None:
@@ -35,9 +37,10 @@ async def zones(session: AsyncSession) -> dict[int, str]:
 
 
 async def set_zone(session: AsyncSession, guild_id: int, zone: str, *, at: datetime) -> None:
-    """Store a guild's time zone."""
-    row = await session.get(GuildSettings, guild_id)
-    if row is None:
-        session.add(GuildSettings(guild_id=guild_id, timezone=zone, updated_at=at))
-    else:
-        row.timezone, row.updated_at = zone, at
+    """Store a guild's time zone (one statement: another process may create the guild's row at the same time)."""
+    insert = dialect_insert(session, GuildSettings).values(guild_id=guild_id, timezone=zone, updated_at=at)
+    await session.execute(
+        insert.on_conflict_do_update(
+            index_elements=["guild_id"], set_={"timezone": insert.excluded.timezone, "updated_at": at}
+        )
+    )

@@ -23,6 +23,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from db import tombstones
 from db.engine import tune_sqlite
 from db.ingest_statements import (
     DEAD_LETTER,
@@ -155,6 +156,8 @@ class BatchWriter:
         self._dead = render(DEAD_LETTER, dialect)
         self._source = render(REPLY_SOURCE, dialect)
         self._vector = render(VECTOR, dialect)
+        self._bury = render(tombstones.BURY_MESSAGE, dialect)
+        self._paramstyle = dialect.paramstyle
         self._marks = "?" if dialect.paramstyle == "qmark" else "$"
         self._time: Callable[[datetime], Any] = _sqlite_time if dialect.name == "sqlite" else _aware_time
 
@@ -182,7 +185,9 @@ class BatchWriter:
             elif kind is MessageEdit:
                 statements.append((self._edit, [(e.content, t(e.edited_at), e.message_id) for e in items]))
             elif kind is MessageDelete:
-                statements.append((self._delete, [(mid,) for d in items for mid in d.message_ids]))
+                ids = sorted({mid for d in items for mid in d.message_ids})  # one row order everywhere: no deadlock
+                statements.append((self._delete, [(mid,) for mid in ids]))
+                statements.append((self._bury, [(mid, t(datetime.now(UTC))) for mid in ids]))
             elif kind is MessageKind:
                 statements.append((self._kind, [(int(k.kind), k.message_id) for k in items]))
             elif kind is MessageVector:
@@ -203,6 +208,9 @@ class BatchWriter:
 
     def _messages(self, messages: list[IncomingMessage]) -> list[Statement]:
         t = self._time
+        # Rows in key order in every process, so two batches touching the same rows cannot deadlock (a stable
+        # sort: one id's versions keep their order).
+        messages = sorted(messages, key=lambda m: m.message_id)
         rows = [
             (
                 m.message_id,
@@ -233,7 +241,12 @@ class BatchWriter:
                     fold(m.author_name),
                     fold(user) if user else None,
                 )
-        return [(self._upsert, rows), (self._name, list(names.values()))]
+        return [(self._upsert, rows), (self._name, [names[key] for key in sorted(names)])]
+
+    def graves_lookups(self, ops: Sequence[IngestOp | DeadLetter]) -> list[tuple[str, list[Any]]]:
+        """The reads that tell which of `ops` the tombstones bury (none when the batch stores no message)."""
+        guilds, ids = tombstones.asked(ops)
+        return tombstones.lookups(self._paramstyle, guilds, ids) if guilds else []
 
 
 class SqliteBatch(BatchWriter):
@@ -244,12 +257,16 @@ class SqliteBatch(BatchWriter):
         self._insert_new = render(INSERT_NEW, dialect)
 
     def commit(self, connection: sqlite3.Connection, ops: Sequence[IngestOp | DeadLetter]) -> Written:
-        """Build the rows of `ops` and write them in one transaction on `connection`."""
-        statements = self.prepare(ops)
-        ids = touched_ids([op for op in ops if not isinstance(op, DeadLetter)])
+        """Build the rows of `ops` and write them in one transaction on `connection`, leaving out what the
+        tombstones bury (read inside the transaction: the file has one writer, so no deletion can come between)."""
         new = known = 0
         connection.execute("BEGIN IMMEDIATE")
         try:
+            found = [connection.execute(sql, params).fetchall() for sql, params in self.graves_lookups(ops)]
+            if found:
+                ops = tombstones.sift(ops, tombstones.graves_from(*found))
+            statements = self.prepare(ops)
+            ids = touched_ids([op for op in ops if not isinstance(op, DeadLetter)])
             touched = (
                 [
                     Touched(m, g, u, _parse_time(ts))
@@ -336,13 +353,14 @@ class PostgresBatchWriter(BatchWriter):
         self._engine = engine
 
     async def write(self, ops: Sequence[IngestOp | DeadLetter]) -> Written:
-        statements = self.prepare(ops)
-        ids = touched_ids([op for op in ops if not isinstance(op, DeadLetter)])
         new = known = 0
         async with self._engine.connect() as connection:
             raw = (await connection.get_raw_connection()).driver_connection
             assert raw is not None  # a checked-out connection always has its driver's connection
             async with raw.transaction():
+                ops = await self._sifted(raw, ops)
+                statements = self.prepare(ops)
+                ids = touched_ids([op for op in ops if not isinstance(op, DeadLetter)])
                 touched = (
                     [
                         Touched(m, g, u, _parse_time(ts))
@@ -359,6 +377,20 @@ class PostgresBatchWriter(BatchWriter):
                         new, known = new + len(unique) - there, known + len(rows) - len(unique) + there
                     await raw.executemany(sql, rows)
         return Written(touched, new, known)
+
+    async def _sifted(self, raw: Any, ops: Sequence[IngestOp | DeadLetter]) -> Sequence[IngestOp | DeadLetter]:
+        """`ops` without what the tombstones bury, read under locks that order this batch with every deletion."""
+        lookups = self.graves_lookups(ops)
+        deletes = any(isinstance(op, MessageDelete) for op in ops)
+        if not lookups and not deletes:
+            return ops
+        guilds = tombstones.asked(ops)[0]
+        for function, (key, value) in tombstones.writer_locks(guilds, deletes=deletes):
+            await raw.execute(f"SELECT {function}($1, $2)", key, value)
+        if not lookups:
+            return ops
+        found = [await raw.fetch(sql, *params) for sql, params in lookups]
+        return tombstones.sift(ops, tombstones.graves_from(*found))
 
 
 def batch_writer_for(engine: AsyncEngine) -> BatchWriter:

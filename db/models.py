@@ -299,3 +299,25 @@ class BuildClaim(Base):
     key: Mapped[str] = mapped_column(String(40), primary_key=True)
     owner: Mapped[str] = mapped_column(String(32))
     expires: Mapped[float] = mapped_column(Double)  # seconds since the epoch, by the database's clock
+
+
+class DeletedMessage(Base):
+    """A message deleted (in Discord, by "forget that", by a purge): no writer may store it again."""
+
+    __tablename__ = "deleted_messages"
+
+    message_id: Mapped[int] = mapped_column(Snowflake, primary_key=True, autoincrement=False)
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class Tombstone(Base):
+    """Messages of a guild created at or before `before` that no writer may store again: a forgotten member's
+    (kind "member", target the member), a purged channel's ("channel", target the channel) or all of them
+    ("before", target 0: a purged span or the whole guild). Only ids and a time: nothing of what was said."""
+
+    __tablename__ = "tombstones"
+
+    guild_id: Mapped[int] = mapped_column(Snowflake, primary_key=True, autoincrement=False)
+    kind: Mapped[str] = mapped_column(String(8), primary_key=True)
+    target_id: Mapped[int] = mapped_column(Snowflake, primary_key=True, autoincrement=False)
+    before: Mapped[datetime] = mapped_column(UTCDateTime)

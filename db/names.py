@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models import MemberName
 from db.records import NAME_CHARS, clean
+from db.upsert import dialect_insert
 
 
 def fold(name: str) -> str:
@@ -19,18 +20,24 @@ def fold(name: str) -> str:
 async def store(
     session: AsyncSession, guild_id: int, user_id: int, display_name: str, username: str | None, *, at: datetime
 ) -> None:
-    """Write a member's current name."""
+    """Write a member's current name (one statement, as the ingest path does; a newer name is never replaced)."""
     display = clean(display_name)[:NAME_CHARS]
     user = clean(username)[:NAME_CHARS] if username else None
-    await session.merge(
-        MemberName(
-            guild_id=guild_id,
-            user_id=user_id,
-            display_name=display,
-            username=user,
-            updated_at=at,
-            display_key=fold(display),
-            username_key=fold(user) if user else None,
+    insert = dialect_insert(session, MemberName).values(
+        guild_id=guild_id,
+        user_id=user_id,
+        display_name=display,
+        username=user,
+        updated_at=at,
+        display_key=fold(display),
+        username_key=fold(user) if user else None,
+    )
+    changed = ("display_name", "username", "updated_at", "display_key", "username_key")
+    await session.execute(
+        insert.on_conflict_do_update(
+            index_elements=["guild_id", "user_id"],
+            set_={name: insert.excluded[name] for name in changed},
+            where=MemberName.updated_at <= insert.excluded.updated_at,
         )
     )
 

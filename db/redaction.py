@@ -7,12 +7,12 @@ Finding is broad (the full-text index, with every stem as a prefix, since one wo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 
 from sqlalchemy import BigInteger, Integer, String, bindparam, delete, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db import vectors
+from db import tombstones, vectors
 from db.models import ChatMessage, DailySummary, DeadLetter, HistoricalSummary, ReplySource, Rollup
 from db.types import UTCDateTime
 
@@ -87,6 +87,7 @@ async def rewrite_message(session: AsyncSession, message_id: int, new_text: str 
     """Store a message's remaining text, or delete it (None). Its vector goes either way (a deleted message's
     by its foreign key): it holds the meaning of the words removed, and the remaining text is embedded again."""
     if new_text is None:
+        await tombstones.bury_messages(session, [message_id], at=datetime.now(UTC))  # a replay must not return it
         await session.execute(delete(ChatMessage).where(ChatMessage.message_id == message_id))
         await session.execute(delete(ReplySource).where(ReplySource.reply_id == message_id))
     else:

@@ -178,7 +178,7 @@ class Admin:
         counting with separate queries would drift from what the deletion really takes (the summaries of every
         day it touches, replies built on it, mentions rewritten).
         """
-        work, what = _purge_work(guild_id, user_id, channel_id, before)
+        work, what = _purge_work(guild_id, user_id, channel_id, before, at=self._clock.now())
         if preview:
             return await self._rolled_back(guild_id, work)
         return await self._delete(guild_id, user_id, work, what)
@@ -247,13 +247,13 @@ def rows_in_words(counts: Counter[str]) -> str:
 
 
 def _purge_work(
-    guild_id: int, user_id: int | None, channel_id: int | None, before: datetime | None
+    guild_id: int, user_id: int | None, channel_id: int | None, before: datetime | None, *, at: datetime
 ) -> tuple[Work, str]:
-    """Which deletion `purge` runs (or previews), and its name for the change log."""
+    """Which deletion `purge` runs (or previews), and its name for the change log (`at`: now)."""
     if user_id is not None:
-        return deletion.delete_member(guild_id=guild_id, user_id=user_id), "forget_member"
+        return deletion.delete_member(guild_id=guild_id, user_id=user_id, at=at), "forget_member"
     if channel_id is not None:
-        return deletion.delete_channel(guild_id=guild_id, channel_id=channel_id), "purge_channel"
+        return deletion.delete_channel(guild_id=guild_id, channel_id=channel_id, at=at), "purge_channel"
     if before is not None:
         return deletion.delete_before(guild_id=guild_id, before=before), "purge_before"
-    return deletion.delete_guild(guild_id=guild_id), "purge_guild"
+    return deletion.delete_guild(guild_id=guild_id, at=at), "purge_guild"

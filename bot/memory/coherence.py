@@ -23,6 +23,7 @@ from db.changes import Change
 
 log = logging.getLogger(__name__)
 POLL_SECONDS = 0.5
+RELISTEN_SECONDS = 5.0
 
 
 class Generations:
@@ -57,6 +58,9 @@ class ChangeFeed:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._listener: AsyncConnection | None = None
+        self._raw: Any = None  # the listening driver connection (asyncpg), to tell when it was lost
+        self._polling = asyncio.Lock()  # a reply's catch-up and the timed poll must not apply a change twice
+        self._listen_failed_at = 0.0
 
     async def start(self) -> None:
         """Begin after the newest change so far (older ones are in SQL already), and listen."""
@@ -66,13 +70,15 @@ class ChangeFeed:
             await self._listen()
         self._task = asyncio.create_task(self._run(), name="elefant-change-feed")
 
-    async def _listen(self) -> None:
+    async def _listen(self, *, quiet: bool = False) -> None:
         try:
             self._listener = await self._engine.connect()
             raw: Any = (await self._listener.get_raw_connection()).driver_connection
             await raw.add_listener(changes.CHANNEL, lambda *_: self._wake.set())
+            self._raw = raw
         except Exception:  # polling alone still keeps caches within a second of the truth
-            log.warning("could not LISTEN for memory changes; polling only", exc_info=True)
+            if not quiet:  # again after a lost connection: the storage outage says so already
+                log.warning("could not LISTEN for memory changes; polling only", exc_info=True)
             await self._close_listener()
 
     async def _run(self) -> None:
@@ -81,6 +87,8 @@ class ChangeFeed:
                 async with asyncio.timeout(POLL_SECONDS):
                     await self._wake.wait()
             self._wake.clear()
+            if self._engine.dialect.name == "postgresql" and not self._listening():
+                await self._relisten()
             try:
                 await self.poll()
             except Exception:  # the database may be away for a while; keep trying
@@ -88,12 +96,40 @@ class ChangeFeed:
 
     async def poll(self) -> None:
         """Apply every change logged since the last poll (tests call it to skip the wait)."""
-        async with self._sessions() as session:
-            found = await changes.after(session, self._last)
-        for change in found:
-            self._last = change.id
-            if change.origin != self.origin:
-                await self._on_change(change)
+        async with self._polling:
+            async with self._sessions() as session:
+                found = await changes.after(session, self._last)
+            for change in found:
+                self._last = change.id
+                if change.origin != self.origin:
+                    await self._on_change(change)
+
+    async def catch_up(self) -> None:
+        """Before a reply: apply what other processes committed until now, so it never carries what one of
+        them changed before the reply began (one indexed read; the timed poll is for idle caches). A failure
+        leaves the caches as they are: the reply goes on, and the timed poll tries again."""
+        if self._task is None:  # not following anyone (not started, or closed)
+            return
+        try:
+            await self.poll()
+        except Exception:
+            log.debug("reading the change log before a reply failed", exc_info=True)
+
+    def _listening(self) -> bool:
+        return self._listener is not None and self._raw is not None and not self._raw.is_closed()
+
+    async def _relisten(self) -> None:
+        """LISTEN again after the connection was lost (a database restart): at most every RELISTEN_SECONDS."""
+        now = asyncio.get_running_loop().time()
+        if now - self._listen_failed_at < RELISTEN_SECONDS:
+            return
+        await self._close_listener()
+        await self._listen(quiet=True)
+        if self._listener is None:
+            self._listen_failed_at = now
+        else:
+            self._listen_failed_at = 0.0
+            self._wake.set()  # what was notified while the connection was down is read at once
 
     async def close(self) -> None:
         """Stop polling and listening."""
@@ -104,6 +140,7 @@ class ChangeFeed:
         await self._close_listener()
 
     async def _close_listener(self) -> None:
+        self._raw = None
         if self._listener is not None:
             with contextlib.suppress(Exception):
                 await self._listener.close()

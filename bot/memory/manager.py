@@ -220,6 +220,7 @@ class MemoryManager:
             replies=self.replies,
             budget_tokens=self.settings.recall_token_budget,
             vectors_ready=self._vectors_ready,
+            follow_others=self.changes.feed.catch_up,
         )
         self.admin = Admin(
             self.engine,

@@ -38,8 +38,10 @@ class Recollection:
         replies: Replies,
         budget_tokens: int,
         vectors_ready: Callable[[int | None], Awaitable[bool]],
+        follow_others: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._recall = recall
+        self._follow_others = follow_others
         self._facts = facts
         self._context = context
         self._names = names
@@ -52,6 +54,12 @@ class Recollection:
     def under_way(self) -> AbstractAsyncContextManager[None]:
         """Hold while a reply is being made: background writes and embedding let it go first."""
         return self._replies.under_way()
+
+    async def follow_others(self) -> None:
+        """Apply what other processes changed until now (a forget-me, a purge): a reply that begins after such a
+        change has committed never carries what it removed."""
+        if self._follow_others is not None:
+            await self._follow_others()
 
     async def vectors_ready(self, guild_id: int | None = None) -> bool:
         """Wait until questions can be embedded and searched in the guild's index (a one-question command, a
@@ -71,6 +79,7 @@ class Recollection:
 
     async def describe(self, guild_id: int, user_id: int, *, patient: bool = False) -> str | None:
         """Everything the bot would tell about a member, names rendered, nothing that pings."""
+        await self.follow_others()
         known = await self.context(guild_id, user_id, patient=patient)
         return await self._names.render_mentions(guild_id, known, at=False) if known else None
 

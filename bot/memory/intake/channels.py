@@ -77,8 +77,8 @@ class ChannelScopes:
         async with self._writing:
             pending = dict(self._unsaved)
             async with self._sessions() as session, session.begin():
-                for (guild_id, channel_id), rule in pending.items():
-                    await store.save(session, guild_id, channel_id, rule, at=self._clock.now())
+                for (guild_id, channel_id), rule in sorted(pending.items()):  # one row order: no deadlock
+                    await store.save(session, guild_id, channel_id, rule, at=self._clock.now(), observed=True)
             for key, rule in pending.items():
                 if self._unsaved.get(key) == rule:  # not observed differently meanwhile
                     del self._unsaved[key]

@@ -27,6 +27,12 @@ from db.messages import DeadLetter, Touched, batch_writer_for, is_refusal
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+class HookRefusedError(RuntimeError):
+    """The database refused what a batch depends on (not one of its rows): retried like an outage."""
+
+
 FLUSH_YIELD_SECONDS = 0.25  # the longest a batch the flush window let go waits for replies under way
 
 
@@ -64,7 +70,8 @@ class WriteBehindQueue:
         url = engine.url
         sqlite_path = url.database if url.get_backend_name() == "sqlite" else None
         self._overflow = Overflow(
-            spill_dir or Path("data"), database_identity(url.render_as_string(hide_password=True), sqlite_path)
+            (spill_dir or Path("data")).expanduser().absolute(),
+            database_identity(url.render_as_string(hide_password=True), sqlite_path),
         )
         self._overflowing = 0  # operations kept on disk in the current episode (0: none running)
         self._space = asyncio.Event()
@@ -74,6 +81,7 @@ class WriteBehindQueue:
         self._give_up = asyncio.Event()  # set once a stop has waited long enough for storage
         self._closing = False
         self._closed = False
+        self._last_error: str | None = None  # why the last write failed: what a stop says of what it kept
         self._worker: asyncio.Task[None] | None = None
         self.stats = IngestStats()
 
@@ -163,10 +171,12 @@ class WriteBehindQueue:
             await self._writer.close()
             self._closed = True
         if self.stats.spilled:
+            why = self._last_error or f"storage did not take them within {self._shutdown_retry_seconds:g} s"
             log.critical(
-                "%s operations accepted before this stop could not be stored (storage unavailable) and are kept "
-                "in %s; they are stored when Elefant next starts on this database",
+                "%s operations accepted before this stop could not be stored (%s) and are kept in %s; they are "
+                "stored when Elefant next starts on this database",
                 f"{self.stats.spilled:,}",
+                why,
                 self._overflow.kept_path,
             )
 
@@ -282,6 +292,7 @@ class WriteBehindQueue:
         def report(state: RetryCallState) -> None:
             self.stats.failed_attempts += 1
             exc = state.outcome.exception() if state.outcome else None
+            self._last_error = f"last error: {exc!r}"
             log.error(
                 "writing %d ingested operations failed (attempt %d), retrying: %r",
                 len(batch),
@@ -307,7 +318,13 @@ class WriteBehindQueue:
                     touched = await self._unless_given_up(self._attempt(batch))
         except Exception:
             if not self._give_up.is_set():
-                log.exception("%d ingested operations could not be written; keeping them in a spill file", len(batch))
+                # Not expected while running (failures are retried): the batch waits on disk, in line, and this
+                # process stores it when its turn comes, not only a later start.
+                log.exception("%d ingested operations could not be written; trying them again later", len(batch))
+                for op in batch:
+                    self._overflow.append(op)
+                self._overflowing += len(batch)
+                return
             if batch:
                 await self._keep(batch)
             return
@@ -320,7 +337,14 @@ class WriteBehindQueue:
 
     async def _attempt(self, batch: list[IngestOp | DeadLetter]) -> list[Touched]:
         if self._before_write is not None:
-            await self._before_write()
+            try:
+                await self._before_write()
+            except Exception as exc:
+                # What the batch depends on (a channel's rule) was not written: the batch waits and tries again.
+                # Never a reason to send the batch's rows away: none of them was refused.
+                if is_refusal(exc):
+                    raise HookRefusedError(repr(exc)) from exc
+                raise
         return await self._isolating(batch) if batch else []
 
     async def _pause(self, seconds: float) -> None:

@@ -131,8 +131,10 @@ def _new_path(directory: Path) -> Path:
 
 def _create(path: Path, database: str) -> IO[bytes]:
     """Create a spill file, lock it before anyone can read it as a leftover, and write its header."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = open(path, "xb+")  # noqa: SIM115 - held open (and locked) for the file's whole life
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # Only this user may read it: it holds what members said, in clear.
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    handle = open(descriptor, "rb+")  # noqa: SIM115 - held open (and locked) for the file's whole life
     fcntl.flock(handle, fcntl.LOCK_EX)  # blocks only while another process checks an empty file's header
     handle.write(json.dumps({"elefant_spill": _FORMAT, "database": database}).encode() + b"\n")
     handle.flush()

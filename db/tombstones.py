@@ -1,0 +1,185 @@
+"""Tombstones: deletions that outlive the data, checked by every write of messages, so nothing deleted returns.
+
+A message may reach the database long after it was said: from this process's queue or spill file, another
+process's, an import or a catch-up from Discord. If it was deleted meanwhile (in Discord, by a forget-me, a
+purge, an opt-out), writing it would undo the deletion. So each deletion leaves a row here (in its own
+transaction), and each ingest batch reads the rows that concern it inside the transaction that writes it and
+leaves out what they bury. On PostgreSQL the two are ordered by advisory locks (`writer_locks`): a batch holds
+its guilds' locks shared and the message lock shared, a deletion holds its guild's exclusively
+(db/changes.lock_guild) and a Discord delete the message lock exclusively, so a batch either commits before a
+deletion (which then deletes what it wrote) or reads its tombstone. On SQLite one writer holds the file.
+
+Tombstones keep ids and a time, never what was said. They are kept: a spill file or an export may be replayed
+much later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from db.models import DeletedMessage, Tombstone
+from db.records import IncomingMessage, Kind, MessageDelete, ReplySource
+from db.upsert import dialect_insert
+
+MEMBER, CHANNEL, BEFORE = "member", "channel", "before"
+_LOCK_CLASS = 0x456C  # db/changes.py: the guild locks
+_MESSAGE_LOCK = (0x456D, 0)  # Discord deletes against every batch
+
+_LOOKUPS = (
+    "SELECT message_id FROM deleted_messages WHERE message_id IN ({ids})",
+    "SELECT guild_id, kind, target_id, before FROM tombstones WHERE guild_id IN ({guilds})",
+    "SELECT guild_id, user_id FROM user_optouts WHERE guild_id IN ({guilds})",
+)
+BURY_MESSAGE = "INSERT INTO deleted_messages (message_id, at) VALUES ({p1}, {p2}) ON CONFLICT DO NOTHING"
+
+
+def lookups(paramstyle: str, guilds: list[int], ids: list[int]) -> list[tuple[str, list[Any]]]:
+    """The three reads a batch's graves come from, for the driver's own execute: (SQL, parameters)."""
+    if paramstyle == "qmark":  # SQLite: at most a batch's ids (1,000 by default) as markers
+        return [
+            (sql.format(ids=", ".join("?" * len(ids)) or "NULL", guilds=", ".join("?" * len(guilds)) or "NULL"), p)
+            for sql, p in zip(_LOOKUPS, (ids, guilds, guilds), strict=True)
+        ]
+    return [  # asyncpg: one array parameter
+        (sql.format(ids="SELECT unnest($1::bigint[])", guilds="SELECT unnest($1::bigint[])"), [p])
+        for sql, p in zip(_LOOKUPS, (ids, guilds, guilds), strict=True)
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class Graves:
+    """What the tombstones say about one batch's messages."""
+
+    deleted: frozenset[int] = frozenset()
+    before: dict[tuple[int, str, int], datetime] = field(default_factory=dict)  # (guild, kind, target) -> time
+    opted_out: frozenset[tuple[int, int]] = frozenset()
+
+    def buries(self, guild_id: int, channel_id: int, user_id: int, at: datetime) -> bool:
+        """Whether a message of that member, channel and time was deleted by a forget-me or a purge."""
+        for key in ((guild_id, MEMBER, user_id), (guild_id, CHANNEL, channel_id), (guild_id, BEFORE, 0)):
+            limit = self.before.get(key)
+            if limit is not None and at <= limit:
+                return True
+        return False
+
+    def refuses(self, message: IncomingMessage) -> bool:
+        """Whether the message must not be stored."""
+        if message.message_id in self.deleted:
+            return True
+        if message.kind != Kind.BOT and (message.guild_id, message.author_id) in self.opted_out:
+            return True
+        return self.buries(message.guild_id, message.channel_id, message.author_id, message.created_at)
+
+
+def asked(ops: Sequence[Any]) -> tuple[list[int], list[int]]:
+    """The guilds and message ids a batch's tombstones are looked up by (none: nothing to look up)."""
+    guilds: set[int] = set()
+    ids: set[int] = set()
+    for item in ops:
+        op = getattr(item, "op", item)  # a dead letter carries its operation
+        if isinstance(op, IncomingMessage):
+            guilds.add(op.guild_id)
+            ids.add(op.message_id)
+        elif isinstance(op, ReplySource):
+            guilds.add(op.guild_id)
+            ids.update(i for i in (op.reply_id, op.message_id) if i is not None)
+    plausible = lambda values: sorted(v for v in values if isinstance(v, int) and 0 < v < 2**63)  # noqa: E731
+    return plausible(guilds), plausible(ids)
+
+
+def graves_from(deleted: Iterable[Any], rows: Iterable[Any], optouts: Iterable[Any]) -> Graves:
+    """Graves from the three lookups' rows (times as the driver returns them)."""
+    return Graves(
+        frozenset(int(m) for (m,) in deleted),
+        {(int(g), str(k), int(t)): _aware(before) for g, k, t, before in rows},
+        frozenset((int(g), int(u)) for g, u in optouts),
+    )
+
+
+def sift(ops: Sequence[Any], graves: Graves) -> list[Any]:
+    """The batch without what the tombstones bury; a reply built on buried data is deleted instead.
+
+    Deletes in the batch count too, wherever they stand: a Discord message id, once deleted, never returns.
+    """
+    deleted = graves.deleted | {i for op in ops if isinstance(op, MessageDelete) for i in op.message_ids}
+    graves = replace(graves, deleted=frozenset(deleted))
+    said_at = {op.message_id: op.created_at for op in ops if isinstance(op, IncomingMessage)}
+    doomed = {
+        op.reply_id
+        for op in ops
+        if isinstance(op, ReplySource)
+        and (
+            (op.message_id is not None and op.message_id in deleted)
+            or (op.user_id is not None and _buried_member(graves, op, said_at.get(op.reply_id)))
+        )
+    }
+    kept: list[Any] = []
+    for item in ops:
+        op = getattr(item, "op", item)
+        if isinstance(op, IncomingMessage) and (op.message_id in doomed or graves.refuses(op)):
+            continue
+        if isinstance(op, ReplySource) and op.reply_id in doomed:
+            continue
+        kept.append(item)
+    if doomed:  # one may be stored already, from an earlier batch
+        kept.append(MessageDelete(tuple(sorted(doomed))))
+    return kept
+
+
+def _buried_member(graves: Graves, source: ReplySource, at: datetime | None) -> bool:
+    limit = graves.before.get((source.guild_id, MEMBER, source.user_id or 0))
+    if limit is None:
+        return (source.guild_id, source.user_id) in graves.opted_out
+    return at is None or at <= limit
+
+
+def _aware(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return datetime.fromisoformat(str(value)).replace(tzinfo=UTC)
+
+
+def writer_locks(guilds: Sequence[int], *, deletes: bool) -> list[tuple[str, tuple[int, int]]]:
+    """PostgreSQL advisory locks a batch takes before reading tombstones, in one order for every process."""
+    message_lock = "pg_advisory_xact_lock" if deletes else "pg_advisory_xact_lock_shared"
+    locks = [(message_lock, _MESSAGE_LOCK)]
+    locks += [("pg_advisory_xact_lock_shared", (_LOCK_CLASS, g % 2**31)) for g in sorted({g % 2**31 for g in guilds})]
+    return locks
+
+
+# ---- recording, inside a deletion's transaction ---------------------------------------------------------------
+
+
+async def bury(session: AsyncSession, guild_id: int, kind: str, target_id: int, before: datetime) -> None:
+    """Record that the guild's messages of `kind` `target_id` (0 for all) up to `before` are deleted."""
+    insert = dialect_insert(session, Tombstone).values(guild_id=guild_id, kind=kind, target_id=target_id, before=before)
+    # A later deletion of the same target moves the line forward, never back.
+    await session.execute(
+        insert.on_conflict_do_update(
+            index_elements=["guild_id", "kind", "target_id"],
+            set_={"before": insert.excluded.before},
+            where=Tombstone.before < insert.excluded.before,
+        )
+    )
+
+
+async def bury_messages(session: AsyncSession, message_ids: Iterable[int], *, at: datetime) -> None:
+    """Record that these messages are deleted (a "forget that…", replies built on deleted data)."""
+    rows = [{"message_id": m, "at": at} for m in sorted(set(message_ids))]
+    for start in range(0, len(rows), 500):  # SQLite caps a statement's parameters
+        chunk = rows[start : start + 500]
+        await session.execute(dialect_insert(session, DeletedMessage).values(chunk).on_conflict_do_nothing())
+
+
+async def graves_of(session: AsyncSession, guild_id: int) -> dict[tuple[str, int], datetime]:
+    """A guild's tombstones by (kind, target) (for tests and stats)."""
+    rows = await session.execute(
+        select(Tombstone.kind, Tombstone.target_id, Tombstone.before).where(Tombstone.guild_id == guild_id)
+    )
+    return {(kind, target): before for kind, target, before in rows}
