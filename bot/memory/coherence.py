@@ -75,6 +75,8 @@ class ChangeFeed:
             self._listener = await self._engine.connect()
             raw: Any = (await self._listener.get_raw_connection()).driver_connection
             await raw.add_listener(changes.CHANNEL, lambda *_: self._wake.set())
+            # A lost connection (a database restart) wakes the loop, which listens again on a new one.
+            raw.add_termination_listener(lambda *_: self._wake.set())
             self._raw = raw
         except Exception:  # polling alone still keeps caches within a second of the truth
             if not quiet:  # again after a lost connection: the storage outage says so already
