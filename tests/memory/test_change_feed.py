@@ -100,5 +100,5 @@ async def test_listen_comes_back_after_the_database_drops_the_connection(two, db
     await asyncio.sleep(0.5)
     await b.admin.forget_member(GUILD, ALICE)  # only a NOTIFY can tell a within the hour
     async with asyncio.timeout(30):
-        while "bees" in (await a.facts.cached(GUILD, ALICE) or ""):
+        while "bees" in (await a.facts.cached(GUILD, ALICE) or ""):  # noqa: ASYNC110 - polling what another process changes
             await asyncio.sleep(0.1)
