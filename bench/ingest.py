@@ -109,7 +109,7 @@ async def write_behind(
     """(b) the project's path: MemoryManager.ingest_message + flush; also the worst loop stall."""
     manager = MemoryManager(engine, Settings(_env_file=None))  # type: ignore[call-arg]
     if writer is not None:
-        manager.queue._writer = writer(engine)  # a variant of the same queue, for comparison
+        manager.queue.committer.writer = writer(engine)  # a variant of the same queue, for comparison
     await manager.start()
     with StallMeter() as meter:
         started = time.perf_counter()

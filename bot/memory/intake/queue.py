@@ -9,28 +9,21 @@ room instead (back-pressure), for the importer and the benchmarks, which should 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncEngine
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_exponential_jitter
 
 from bot.lifecycle import set_or_done
-from bot.memory.intake.counts import GaveUpError, IngestStats
+from bot.memory.intake.committer import BatchCommitter
+from bot.memory.intake.counts import IngestStats
 from bot.memory.intake.spill import Mark, Overflow, database_identity
 from bot.memory.types import IngestOp
-from db.messages import DeadLetter, Touched, batch_writer_for, is_refusal
+from db.messages import DeadLetter, Touched, batch_writer_for
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
-
-
-class HookRefusedError(RuntimeError):
-    """The database refused what a batch depends on (not one of its rows): retried like an outage."""
 
 
 FLUSH_YIELD_SECONDS = 0.25  # the longest a batch the flush window let go waits for replies under way
@@ -57,9 +50,6 @@ class WriteBehindQueue:
         before_write: Callable[[], Awaitable[None]] | None = None,
         yield_to: Callable[[float], Awaitable[object]] | None = None,
     ) -> None:
-        self._writer = batch_writer_for(engine)
-        self._on_written = on_written  # told what edits and deletes changed, after they are committed
-        self._before_write = before_write  # writes what the batch depends on (channel rules); may raise: retried
         self._yield_to = yield_to  # returns once no reply is under way, or after the seconds given
         self._batch_rows = batch_rows
         self._flush_seconds = flush_ms / 1000
@@ -81,9 +71,11 @@ class WriteBehindQueue:
         self._give_up = asyncio.Event()  # set once a stop has waited long enough for storage
         self._closing = False
         self._closed = False
-        self._last_error: str | None = None  # why the last write failed: what a stop says of what it kept
         self._worker: asyncio.Task[None] | None = None
         self.stats = IngestStats()
+        self.committer = BatchCommitter(
+            batch_writer_for(engine), self.stats, self._give_up, before_write=before_write, on_written=on_written
+        )
 
     @property
     def pending(self) -> int:
@@ -111,7 +103,7 @@ class WriteBehindQueue:
             if self._overflow:
                 return False
         if isinstance(op, DeadLetter):  # refused before the queue (an impossible id): counted like the rest
-            self._count_dead_letter(op.reason)
+            self.committer.count_dead_letter(op.reason)
         self._items.append(op)
         self.stats.accepted += 1
         self._arrived.set()
@@ -168,10 +160,10 @@ class WriteBehindQueue:
         finally:
             timer.cancel()
             await self._overflow.close()
-            await self._writer.close()
+            await self.committer.writer.close()
             self._closed = True
         if self.stats.spilled:
-            why = self._last_error or f"storage did not take them within {self._shutdown_retry_seconds:g} s"
+            why = self.committer.last_error or f"storage did not take them within {self._shutdown_retry_seconds:g} s"
             log.critical(
                 "%s operations accepted before this stop could not be stored (%s) and are kept in %s; they are "
                 "stored when Elefant next starts on this database",
@@ -278,96 +270,22 @@ class WriteBehindQueue:
         return batch, markers
 
     async def _write(self, batch: list[IngestOp | DeadLetter], markers: list[Mark]) -> None:
-        if batch or self._before_write is not None:  # a flush also waits for what the hook has pending
+        if batch or self.committer.before_write is not None:  # a flush also waits for what the hook has pending
             await self._commit(batch)
         for marker in markers:
             marker.reached()
 
     async def _commit(self, batch: list[IngestOp | DeadLetter]) -> None:
-        if self._give_up.is_set():  # the stop already found storage unavailable: don't wait for it again
-            if batch:
-                await self._keep(batch)
+        if await self.committer.commit(batch) or not batch:
             return
-
-        def report(state: RetryCallState) -> None:
-            self.stats.failed_attempts += 1
-            exc = state.outcome.exception() if state.outcome else None
-            self._last_error = f"last error: {exc!r}"
-            log.error(
-                "writing %d ingested operations failed (attempt %d), retrying: %r",
-                len(batch),
-                state.attempt_number,
-                exc,
-            )
-
-        # While running we retry for as long as it takes (new operations overflow to disk meanwhile); a stop
-        # waits `shutdown_retry_seconds` for storage and then keeps the rest in a spill file.
-        retrying = AsyncRetrying(
-            # A cancellation is never retried (tenacity would swallow it and the stop would wait forever); a refused
-            # row is isolated below.
-            retry=retry_if_exception(lambda exc: isinstance(exc, Exception) and not is_refusal(exc)),
-            wait=wait_exponential_jitter(initial=0.05, max=5.0),
-            stop=lambda state: self._give_up.is_set(),
-            sleep=self._pause,
-            before_sleep=report,
-            reraise=True,
-        )
-        try:
-            async for attempt in retrying:
-                with attempt:
-                    touched = await self._unless_given_up(self._attempt(batch))
-        except Exception:
-            if not self._give_up.is_set():
-                # Not expected while running (failures are retried): the batch waits on disk, in line, and this
-                # process stores it when its turn comes, not only a later start.
-                log.exception("%d ingested operations could not be written; trying them again later", len(batch))
-                for op in batch:
-                    self._overflow.append(op)
-                self._overflowing += len(batch)
-                return
-            if batch:
-                await self._keep(batch)
+        if self._give_up.is_set():
+            await self._keep(batch)
             return
-        self.stats.batches += bool(batch)
-        if touched and self._on_written is not None:
-            try:
-                await self._unless_given_up(self._on_written(touched))
-            except Exception:  # the messages are stored; what depends on them is rebuilt lazily anyway
-                log.exception("dropping the data derived from %d edited or deleted messages failed", len(touched))
-
-    async def _attempt(self, batch: list[IngestOp | DeadLetter]) -> list[Touched]:
-        if self._before_write is not None:
-            try:
-                await self._before_write()
-            except Exception as exc:
-                # What the batch depends on (a channel's rule) was not written: the batch waits and tries again.
-                # Never a reason to send the batch's rows away: none of them was refused.
-                if is_refusal(exc):
-                    raise HookRefusedError(repr(exc)) from exc
-                raise
-        return await self._isolating(batch) if batch else []
-
-    async def _pause(self, seconds: float) -> None:
-        """Sleep between attempts, but not past the moment a stop gives up on storage."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._give_up.wait(), seconds)
-
-    async def _unless_given_up(self, work: Awaitable[T]) -> T:
-        """Await `work`, cancelling it if a stop gives up on storage first (a stuck write must not hold the stop)."""
-        task = asyncio.ensure_future(work)
-        stopper = asyncio.ensure_future(self._give_up.wait())
-        try:
-            await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            task.cancel()
-            raise
-        finally:
-            stopper.cancel()
-        if task.done():
-            return task.result()
-        task.cancel()
-        await asyncio.wait({task}, timeout=1.0)  # let a cancelled write roll back, briefly
-        raise GaveUpError
+        # Not expected while running (failures are retried): the batch waits on disk, in line, and this process
+        # stores it when its turn comes, not only a later start.
+        for op in batch:
+            self._overflow.append(op)
+        self._overflowing += len(batch)
 
     async def _keep(self, batch: list[IngestOp | DeadLetter]) -> None:
         try:
@@ -376,36 +294,3 @@ class WriteBehindQueue:
             log.critical("%d ingested operations could neither be stored nor kept in a spill file", len(batch))
             return
         self.stats.spilled += len(batch)
-
-    async def _isolating(self, batch: list[IngestOp | DeadLetter]) -> list[Touched]:
-        """Write the batch; if a row is refused, halve until the refused rows are alone, and keep those apart.
-
-        Whatever the database says about one row, every other row of the batch is written (in order).
-        """
-        try:
-            written = await self._writer.write(batch)
-        except Exception as exc:
-            if not is_refusal(exc):
-                raise
-            if len(batch) == 1:
-                return await self._dead_letter(batch[0], exc)
-            middle = len(batch) // 2
-            return await self._isolating(batch[:middle]) + await self._isolating(batch[middle:])
-        self.stats.written += sum(1 for op in batch if not isinstance(op, DeadLetter))
-        self.stats.new_messages += written.new_messages
-        self.stats.known_messages += written.known_messages
-        return written.touched
-
-    async def _dead_letter(self, op: IngestOp | DeadLetter, exc: BaseException) -> list[Touched]:
-        if isinstance(op, DeadLetter):  # even the dead letter was refused: only the log can keep it now
-            log.error("a dead letter could not be stored either (%r); it was: %s", exc, op.reason)
-            return []
-        reason = f"{type(exc).__name__}: {exc}"
-        self._count_dead_letter(reason)
-        await self._writer.write([DeadLetter(op, reason)])
-        return []
-
-    def _count_dead_letter(self, reason: str) -> None:
-        if not self.stats.dead_letters:  # once: the stats count the rest
-            log.error("an ingested record could not be stored and was kept as a dead letter: %s", reason)
-        self.stats.dead_letters += 1
