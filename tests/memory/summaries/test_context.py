@@ -41,6 +41,9 @@ async def make(engine, settings, stub):
     built: list[tuple[MemoryManager, LLM]] = []
 
     async def build(clock=None, **overrides):
+        # What is built, not the latency guard (its own test sets it): on a busy machine a build can take longer
+        # than the guard's second, and the reply would rightly get the unmerged fallback.
+        overrides = {"memory_wait_seconds": 60, **overrides}
         llm = model_stack(stub.base_url, fast_model="gemini-2.5-flash", offline=overrides.pop("offline", None))
         memory = MemoryManager(engine, settings.model_copy(update=overrides), llm=llm, clock=clock or FakeClock(NOON))
         await memory.start()
@@ -85,7 +88,7 @@ async def test_one_daily_call_per_guild_day_persisted_and_reused_by_a_fresh_mana
 
 
 async def test_fifty_concurrent_cold_calls_make_one_daily_call(make, stub):
-    memory = await make(memory_wait_seconds=30)  # single flight is tested here; the latency guard below
+    memory = await make()  # single flight is tested here; the latency guard below
     await seed(memory, NOON - timedelta(hours=1))
     stub.latency = 0.1
     users = [ALICE, BOB, CAROL] * 17
