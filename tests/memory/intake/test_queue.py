@@ -189,6 +189,20 @@ async def test_store_down_at_shutdown_spills_to_a_file(engine, tmp_path):
     assert queue.stats.spilled == 1
 
 
+async def test_a_stop_says_why_it_kept_operations_on_disk(engine, tmp_path, caplog):
+    queue = WriteBehindQueue(engine, flush_ms=5, shutdown_retry_seconds=0.5, spill_dir=tmp_path)
+    async with engine.begin() as conn:
+        await conn.execute(text("ALTER TABLE chat_history RENAME TO chat_history_away"))
+    await queue.put(message("keep me"))
+    while queue.stats.failed_attempts < 1:  # noqa: ASYNC110 - polling a counter the worker bumps
+        await asyncio.sleep(0.01)
+    await queue.close()
+    async with engine.begin() as conn:
+        await conn.execute(text("ALTER TABLE chat_history_away RENAME TO chat_history"))
+    [line] = [r.getMessage() for r in caplog.records if r.levelname == "CRITICAL"]
+    assert "chat_history" in line  # the database's own words, not a guess that storage was unavailable
+
+
 async def test_ingest_after_close_is_refused(manager):
     await manager.close()
     with pytest.raises(RuntimeError):
