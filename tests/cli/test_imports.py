@@ -9,7 +9,6 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-
 from types import SimpleNamespace
 
 from sqlalchemy import func, select
