@@ -258,6 +258,15 @@ async def _drop_refused_edits(session: AsyncSession, messages: Select[Any], coun
     _count(counts, "dead_letters", gone)
 
 
+async def drop_unplaced_dead_letters(session: AsyncSession, before: datetime) -> Counter[str]:
+    """Dead letters older than `before` that name no guild (a refused edit, an impossible guild id): no guild's
+    purge finds them, so retention takes them on its own."""
+    counts: Counter[str] = Counter()
+    gone = delete(DeadLetter).where(DeadLetter.guild_id.is_(None), DeadLetter.at < before)
+    _count(counts, "dead_letters", await session.execute(gone))
+    return counts
+
+
 def drop_channel_summaries(*, guild_id: int, channel_id: int) -> Deletion:
     """Bind it to its target; run it with a session."""
     return lambda session: _drop_channel_summaries(session, guild_id, channel_id)
