@@ -10,7 +10,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
@@ -20,6 +20,7 @@ from db.messages import batch_writer_for
 from db.models import ChatMessage, DailySummary, DeadLetter, HistoricalSummary, Rollup, UserFacts, UserOptOut
 from fakes.models import model_stack
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, OTHER_GUILD, message
+from tests.residue import files_with
 
 NOW = datetime(2026, 11, 20, 18, 0, tzinfo=UTC)
 SECRET = "alice's secret recipe"
@@ -238,3 +239,45 @@ async def test_a_refused_edit_goes_with_its_message(plain):
     assert await dead_letter_texts(plain) == ["an edit from the year 9999"]
     assert (await plain.admin.purge_channel(GUILD, CHANNEL))["dead_letters"] == 1
     assert await dead_letter_texts(plain) == []
+
+
+ZEPH = 2**60 + 1077
+
+
+async def planner_samples(memory) -> str:
+    """What the planner's statistics hold of values: SQLite's sampled index keys, PostgreSQL's pg_stats."""
+    async with memory.engine.connect() as conn:
+        if memory.engine.dialect.name == "sqlite":
+            samples = await conn.scalars(text("SELECT sample FROM sqlite_stat4"))
+            return b" ".join(bytes(s) for s in samples).decode("utf-8", "replace").casefold()
+        values = await conn.scalars(
+            text(
+                "SELECT concat_ws(' ', most_common_vals::text, histogram_bounds::text, most_common_elems::text) "
+                "FROM pg_stats WHERE schemaname = 'public'"
+            )
+        )
+        return " ".join(values).casefold()
+
+
+async def test_after_forget_me_the_planner_statistics_keep_no_sample_of_the_member(plain):
+    """The statistics were taken while the member was stored (as autovacuum or the hourly optimize would)."""
+    for i in range(4):
+        for author, name in ((ZEPH, "Zephyrine"), (BOB, "bob"), (ALICE, "alice")):
+            said = message(f"{name} on quokka lasagne, take {i}", author=author, name=name, at=NOW - timedelta(hours=i))
+            await plain.intake.message(said)
+        # Refused records of hers alone: the table is empty after the deletion (PostgreSQL keeps an empty table's
+        # statistics through ANALYZE).
+        refused = message(f"zephyrine's unstorable quokka {i}", author=ZEPH, name="Zephyrine", at=NOW)
+        await plain.intake.message(dataclasses.replace(refused, reply_to_id=2**63))
+    await plain.flush()
+    async with plain.engine.connect() as conn:
+        await conn.execute(text("ANALYZE"))
+        await conn.commit()
+    assert "zephyrine" in await planner_samples(plain)  # the test can fail
+
+    await plain.admin.forget_member(GUILD, ZEPH)
+    samples = await planner_samples(plain)
+    assert "zephyrine" not in samples
+    assert "bob" in samples  # others are sampled again
+    await plain.admin.compact_pending()  # SQLite: the file, rewritten, keeps no page of the old samples either
+    assert files_with(plain, ["zephyrine"]) == []
