@@ -123,7 +123,11 @@ async def _clear_emptied(connection: AsyncConnection, tables: list[str]) -> None
         return
     superuser = await connection.execute(text("SELECT rolsuper FROM pg_roles WHERE rolname = current_user"))
     if not superuser.scalar():
-        log.warning("the planner statistics of %s stay until they hold rows again (needs a superuser)", empty)
+        log.warning(
+            "the planner's statistics of the emptied tables %s keep samples of deleted rows until they hold "
+            "rows again (removing them needs a superuser)",
+            empty,
+        )
         return
     await connection.execute(
         text("DELETE FROM pg_statistic WHERE starelid = ANY(CAST(:tables AS regclass[]))"), {"tables": empty}
