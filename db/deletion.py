@@ -37,18 +37,46 @@ HISTORY_DAYS = 7  # a historical summary ending on day D covers the six days bef
 Deletion = Callable[[AsyncSession], Awaitable[Counter[str]]]
 # What `purge all` keeps: how the guild wants to be remembered, not what it said (privacy must survive a purge).
 GUILD_CONFIGURATION = ("channel_privacy", "user_optouts", "guild_settings")
+# Every table a deletion takes rows from or rewrites. The planner's statistics sample their values (names, words,
+# member ids) and keep them after the rows are gone, so they are taken again after each deletion (db/maintenance.py).
+TOUCHED_TABLES = (
+    "chat_history",
+    "message_vectors",
+    "reply_sources",
+    "user_facts",
+    "fact_revisions",
+    "daily_summaries",
+    "historical_summaries",
+    "rollups",
+    "member_names",
+    "llm_calls",
+    "dead_letters",
+    "memory_changes",
+)
 
 
 def _count(counts: Counter[str], name: str, result: object) -> None:
     counts[name] += int(getattr(result, "rowcount", 0) or 0)
 
 
+def _shifted(day: date, by: int) -> date:
+    """`day` moved by `by` days, held at the calendar's ends: a row stored with a date there (older versions took
+    0001-01-01 and 9999-12-31) must not make its own deletion fail."""
+    try:
+        return day + timedelta(days=by)
+    except OverflowError:
+        return date.max if by > 0 else date.min
+
+
+def _around(day: date) -> set[date]:
+    return {_shifted(day, -1), day, _shifted(day, 1)}
+
+
 def utc_days(moments: Iterable[datetime]) -> set[date]:
     """The UTC days of some moments, widened by a day each way (a day in any time zone overlaps one of them)."""
     days: set[date] = set()
     for moment in moments:
-        day = moment.date()
-        days |= {day - timedelta(days=1), day, day + timedelta(days=1)}
+        days |= _around(moment.date())
     return days
 
 
@@ -63,7 +91,7 @@ async def _days(session: AsyncSession, where: ColumnElement[bool]) -> set[date]:
     days: set[date] = set()
     for value in rows:
         day = value if isinstance(value, date) else date.fromisoformat(str(value)[:10])
-        days |= {day - timedelta(days=1), day, day + timedelta(days=1)}
+        days |= _around(day)
     return days
 
 
@@ -81,7 +109,7 @@ async def drop_derived(session: AsyncSession, guild_id: int, days: set[date], co
             delete(DailySummary).where(DailySummary.guild_id == guild_id, DailySummary.day.in_(days))
         ),
     )
-    ends = {d + timedelta(days=k) for d in days for k in range(1, HISTORY_DAYS + 1)}
+    ends = {_shifted(d, k) for d in days for k in range(1, HISTORY_DAYS + 1)}
     _count(
         counts,
         "historical_summaries",
@@ -181,6 +209,7 @@ async def _delete_member(session: AsyncSession, guild_id: int, user_id: int, at:
         .where(MemoryChange.guild_id == guild_id, MemoryChange.user_id == user_id)
         .values(user_id=None)
     )
+    await _drop_refused_edits(session, their_messages, counts)
     for table, name, column in (
         (ChatMessage, "chat_history", ChatMessage.user_id),
         (UserFacts, "user_facts", UserFacts.user_id),
@@ -228,10 +257,26 @@ async def _delete_messages(
     await tombstones.bury(session, guild_id, *grave)
     await drop_derived(session, guild_id, await _days(session, where), counts)
     await drop_replies(session, guild_id, messages=select(ChatMessage.message_id).where(where), counts=counts)
+    await _drop_refused_edits(session, select(ChatMessage.message_id).where(where), counts)
     _count(counts, "chat_history", await session.execute(delete(ChatMessage).where(where)))
     _count(
         counts, "dead_letters", await session.execute(delete(DeadLetter).where(DeadLetter.guild_id == guild_id, dead))
     )
+    return counts
+
+
+async def _drop_refused_edits(session: AsyncSession, messages: Select[Any], counts: Counter[str]) -> None:
+    """Dead letters of edits to the given messages: a refused edit knows its message, not its guild or author."""
+    gone = await session.execute(delete(DeadLetter).where(DeadLetter.message_id.in_(messages)))
+    _count(counts, "dead_letters", gone)
+
+
+async def drop_unplaced_dead_letters(session: AsyncSession, before: datetime) -> Counter[str]:
+    """Dead letters older than `before` that name no guild (a refused edit, an impossible guild id): no guild's
+    purge finds them, so retention takes them on its own."""
+    counts: Counter[str] = Counter()
+    gone = delete(DeadLetter).where(DeadLetter.guild_id.is_(None), DeadLetter.at < before)
+    _count(counts, "dead_letters", await session.execute(gone))
     return counts
 
 

@@ -7,6 +7,12 @@ which rewrites the index without them) and the write-ahead log, whose old frames
 were until a checkpoint copies the log back and truncates it. PostgreSQL's dead tuples are reclaimed by
 autovacuum; nothing here for it.
 
+Both databases also keep copies of values in their planner statistics: SQLite's `sqlite_stat4` samples index keys
+(a member's name, a guild and member id), PostgreSQL's `pg_statistic` (the `pg_stats` view) most common values and
+histogram bounds of every column (message text, names). They stay after the rows are gone until the next ANALYZE,
+so `analyze` takes them again after every deletion (before the scrub and the file's rewrite, which then carry no
+page of the old ones).
+
 `secure_delete` zeroes a cell when it is deleted, but not every copy SQLite ever made of it: when an UPDATE grows
 a row (an edit, a redaction that rewrites mentions) and its page is rebalanced, the rebuilt page can keep stale
 bytes of moved cells in its unused gap, and a later DELETE zeroes only the live copy (seen here on a 50,000-
@@ -18,9 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 log = logging.getLogger(__name__)
 SEARCH_TABLES = ("chat_fts", "summary_fts")
@@ -88,3 +95,40 @@ async def optimize(engine: AsyncEngine) -> None:
     async with engine.connect() as connection:
         await connection.execute(text("PRAGMA optimize=0x10002"))
         await connection.commit()
+
+
+async def analyze(engine: AsyncEngine, tables: Iterable[str]) -> None:
+    """Take the planner's statistics of `tables` again, so no sample of deleted rows stays in them.
+
+    In full, not sampled (`optimize` says why). PostgreSQL leaves the statistics of a table that has no row left
+    as they were (ANALYZE writes only what a sample of at least one row gives); those are removed where the
+    role may (a superuser), or else they stay until the table has rows and autovacuum analyses it again.
+    """
+    names = list(tables)
+    if not names:
+        return
+    async with engine.connect() as connection:
+        if engine.dialect.name == "sqlite":
+            for table in names:
+                await connection.execute(text(f"ANALYZE {table}"))
+        else:
+            await connection.execute(text(f"ANALYZE {', '.join(names)}"))
+            await _clear_emptied(connection, names)
+        await connection.commit()
+
+
+async def _clear_emptied(connection: AsyncConnection, tables: list[str]) -> None:
+    empty = [t for t in tables if not (await connection.execute(text(f"SELECT EXISTS (SELECT 1 FROM {t})"))).scalar()]
+    if not empty:
+        return
+    superuser = await connection.execute(text("SELECT rolsuper FROM pg_roles WHERE rolname = current_user"))
+    if not superuser.scalar():
+        log.warning(
+            "the planner's statistics of the emptied tables %s keep samples of deleted rows until they hold "
+            "rows again (removing them needs a superuser)",
+            empty,
+        )
+        return
+    await connection.execute(
+        text("DELETE FROM pg_statistic WHERE starelid = ANY(CAST(:tables AS regclass[]))"), {"tables": empty}
+    )

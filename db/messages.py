@@ -53,6 +53,7 @@ from db.records import (
     MessageKind,
     MessageVector,
     ReplySource,
+    possible_time,
 )
 
 
@@ -133,6 +134,16 @@ def _payload(op: IngestOp) -> str:
     return json.dumps({"record": type(op).__name__, **fields}, default=str, ensure_ascii=True)
 
 
+def _dead_at(op: IngestOp) -> datetime:
+    """When a dead letter was said: the message's own time (an edit's), so a purge of that period or retention
+    takes it with the stored messages of then; the time of refusal when the record's own time is impossible."""
+    now = datetime.now(UTC)
+    said = getattr(op, "created_at", None) or getattr(op, "edited_at", None)
+    if isinstance(said, datetime) and possible_time(said, now):
+        return said if said.tzinfo is not None else said.replace(tzinfo=UTC)
+    return now
+
+
 def touched_ids(ops: Sequence[IngestOp]) -> list[int]:
     """The stored messages whose derived data the operations invalidate."""
     ids: list[int] = []
@@ -204,7 +215,7 @@ class BatchWriter:
         op = dead.op
         ids = [getattr(op, name, None) for name in ("guild_id", "channel_id", "author_id", "message_id")]
         safe = [v if isinstance(v, int) and 0 < v < 2**63 else None for v in ids]
-        return (self._time(datetime.now(UTC)), *safe, dead.reason[:2000], _payload(op))
+        return (self._time(_dead_at(op)), *safe, dead.reason[:2000], _payload(op))
 
     def _messages(self, messages: list[IncomingMessage]) -> list[Statement]:
         t = self._time

@@ -1,14 +1,16 @@
 """The plain records every front end hands to storage (no discord.py, no ORM), and their normalisation.
 
 Text that databases refuse (NUL, lone surrogates), control characters, names longer than their column and
-IDs outside BIGINT are fixed or refused here, before a row can poison the batch it would travel in.
+IDs outside BIGINT are fixed or refused here, before a row can poison the batch it would travel in. So are times
+no Discord message can have: a message dated 0001-01-01 or 9999-12-31 would be stored, and every day-based
+step after it (summaries, deletions) would have to cope with the ends of the calendar.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from enum import IntEnum
 
 # Not allowed in XML 1.0 (so not in a prompt's data elements), and never meaningful in chat: C0 controls
@@ -17,6 +19,8 @@ _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 NAME_CHARS = 100  # member_names columns
 MAX_ID = 2**63 - 1  # BIGINT; Discord snowflakes are far below it
+DISCORD_EPOCH = datetime(2015, 1, 1, tzinfo=UTC)  # the first moment a snowflake can name: nothing is older
+AHEAD = timedelta(days=1)  # clocks disagree a little; a message a day ahead of ours comes from no real clock
 
 
 class Kind(IntEnum):
@@ -112,16 +116,36 @@ def valid_id(value: int | None, what: str) -> None:
         raise RefusedRecordError(f"{what} {value} is outside the range of a Discord ID")
 
 
+def possible_time(value: datetime, now: datetime) -> bool:
+    """Whether a Discord message can have been written at `value` (naive times are taken as UTC)."""
+    moment = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    return DISCORD_EPOCH <= moment <= now + AHEAD
+
+
+def valid_time(value: datetime | None, what: str, now: datetime) -> None:
+    """Refuse times outside Discord's possible range: before 2015, or more than a day ahead of `now`."""
+    if value is not None and not possible_time(value, now):
+        raise RefusedRecordError(
+            f"{what} {value.isoformat()} is outside the times a Discord message can have "
+            f"({DISCORD_EPOCH.date()} to a day after {now.isoformat(timespec='seconds')})"
+        )
+
+
 def _name(value: str | None) -> str | None:
     return None if value is None else clean(value)[:NAME_CHARS]
 
 
-def normalised(op: IngestOp) -> IngestOp:
-    """`op` with text every database accepts; RefusedRecordError for IDs nothing can store."""
+def normalised(op: IngestOp, *, now: datetime | None = None) -> IngestOp:
+    """`op` with text every database accepts; RefusedRecordError for IDs and times nothing should store.
+
+    `now` bounds the future (the caller's clock; the real time when None).
+    """
+    now = now or datetime.now(UTC)
     if isinstance(op, IncomingMessage):
-        return _message(op)
+        return _message(op, now)
     if isinstance(op, MessageEdit):
         valid_id(op.message_id, "message id")
+        valid_time(op.edited_at, "edited at", now)
         content = clean(op.content)
         return op if content == op.content else replace(op, content=content)
     if isinstance(op, MessageDelete):
@@ -132,7 +156,7 @@ def normalised(op: IngestOp) -> IngestOp:
     return op
 
 
-def _message(op: IncomingMessage) -> IncomingMessage:
+def _message(op: IncomingMessage, now: datetime) -> IncomingMessage:
     for value, what in (
         (op.guild_id, "guild id"),
         (op.channel_id, "channel id"),
@@ -141,6 +165,8 @@ def _message(op: IncomingMessage) -> IncomingMessage:
         (op.reply_to_id, "reply id"),
     ):
         valid_id(value, what)
+    valid_time(op.created_at, "created at", now)
+    valid_time(op.edited_at, "edited at", now)
     ok_mentions = tuple(m for m in op.mentioned_user_ids if 0 < m <= MAX_ID)
     name, username, content = _name(op.author_name) or "", _name(op.author_username), clean(op.content)
     if (name, username, content, ok_mentions) == (

@@ -113,7 +113,9 @@ async def last_message_at(session: AsyncSession, guild_id: int, user_id: int) ->
 
 
 async def guilds_with_messages_before(session: AsyncSession, cutoff: datetime) -> list[int]:
-    """Guilds that keep messages older than `cutoff` (for retention)."""
-    return list(
-        (await session.scalars(select(ChatMessage.guild_id).where(ChatMessage.timestamp < cutoff).distinct())).all()
-    )
+    """Guilds that keep messages (or dead letters of messages) older than `cutoff` (for retention)."""
+    messages = select(ChatMessage.guild_id).where(ChatMessage.timestamp < cutoff)
+    refused = select(DeadLetter.guild_id).where(DeadLetter.at < cutoff, DeadLetter.guild_id.is_not(None))
+    found = set((await session.scalars(messages.distinct())).all())
+    found |= {guild for guild in (await session.scalars(refused.distinct())).all() if guild is not None}
+    return sorted(found)

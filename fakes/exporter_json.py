@@ -184,7 +184,7 @@ class JsonWriter:
         if instant is None:
             return None
         local = instant.astimezone(UTC if self.utc else self.zone)
-        text = local.strftime("%Y-%m-%dT%H:%M:%S")
+        text = f"{local.year:04d}-" + local.strftime("%m-%dT%H:%M:%S")  # .NET pads year 1 ("0001"), strftime not
         fraction = f"{local.microsecond:06d}0".rstrip("0")  # 7 digits of ticks, trailing zeros dropped
         offset = local.strftime("%z")
         return f"{text}{'.' + fraction if fraction else ''}{offset[:3]}:{offset[3:]}"

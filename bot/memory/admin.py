@@ -144,7 +144,12 @@ class Admin:
         async with self._sessions() as session:
             guilds = await stats.guilds_with_messages_before(session, cutoff)
         for guild_id in guilds:
-            total += await self.purge_before(guild_id, cutoff)
+            work = deletion.delete_before(guild_id=guild_id, before=cutoff)
+            total += await self._delete(guild_id, None, work, "purge_before", analyze=False)
+        async with self._sessions() as session, session.begin():  # no guild's cache holds a dead letter
+            total += await deletion.drop_unplaced_dead_letters(session, cutoff)
+        if any(total.values()):  # once for all guilds: each analysis reads the whole tables
+            await self._analyze()
         return total
 
     async def forget_member(self, guild_id: int, user_id: int) -> Counter[str]:
@@ -193,16 +198,27 @@ class Admin:
             finally:
                 await transaction.rollback()
 
-    async def _delete(self, guild_id: int, user_id: int | None, work: Work, what: str) -> Counter[str]:
+    async def _delete(
+        self, guild_id: int, user_id: int | None, work: Work, what: str, *, analyze: bool = True
+    ) -> Counter[str]:
         await self._flush()  # what is still queued must not land after the deletion
         async with self._sessions() as session, session.begin():
             await change_log.lock_guild(session, guild_id)
             counts = await work(session)
             # Logged without the member: the log must not keep who was deleted (others drop the guild's caches).
             await self._changes.record(session, guild_id, None, what)
+        if analyze:  # before the scrub and the rewrite of the file, which then keep no page of the old samples
+            await self._analyze()
         await self._changes.deleted(guild_id, user_id, what, member_lines=what == "forget_member")
         log.info("deleted in guild %s: %s", guild_id, dict(counts))
         return counts
+
+    async def _analyze(self) -> None:
+        """The planner's statistics taken again: their samples of the deleted rows (names, words) go."""
+        try:
+            await maintenance.analyze(self._engine, deletion.TOUCHED_TABLES)
+        except Exception:  # the rows are gone already; the caches must still be dropped
+            log.warning("taking the planner's statistics again after a deletion failed", exc_info=True)
 
     # ---- upkeep -----------------------------------------------------------------------------------------------
 

@@ -9,12 +9,14 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 from sqlalchemy import func, select
 
 from db.models import ChatMessage, DeadLetter
 from fakes import exporter_json as dce
 from fakes.exporter_json import Guild, JsonWriter, Msg, User
+from tests.residue import tables_with
 
 ROOT = Path(__file__).resolve().parents[2]
 AT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -32,11 +34,18 @@ def msg(author: User, content: str, minutes: int = 0, **fields: object) -> Msg:
     return Msg(next(_ids), author, AT + timedelta(minutes=minutes), content, **fields)  # type: ignore[arg-type]
 
 
-def run_cli(args: list[str], db_url: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def run_cli(args: list[str], db_url: str, cwd: Path, answer: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in {"DISCORD_TOKEN", "GEMINI_API_KEY"}}
     env.update(DATABASE_URL=db_url, PYTHONPATH=str(ROOT), EMBEDDING_MODEL="none")
     return subprocess.run(
-        [sys.executable, "-m", "bot", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300, check=False
+        [sys.executable, "-m", "bot", *args],
+        capture_output=True,
+        text=True,
+        input=answer,
+        cwd=cwd,
+        env=env,
+        timeout=300,
+        check=False,
     )
 
 
@@ -105,3 +114,33 @@ async def test_each_guild_is_named_with_its_next_command_and_refusals_are_counte
         f"Next: python -m bot stats --guild {CHESS.id}",
     ]
     assert (await rows(engine), await rows(engine, DeadLetter)) == (3, 1)
+
+
+async def test_messages_dated_at_the_ends_of_the_calendar_are_refused_and_their_author_can_still_be_forgotten(
+    db_url, engine, tmp_path
+):
+    """0001-01-01 and 9999-12-31 are no Discord times: kept as dead letters, and `purge --user` takes everything."""
+    ghost = User(2**60 + 8066, "quillon", "Quillon")
+    said = [
+        msg(ghost, "quillon marmalade before the calendar"),
+        Msg(next(_ids), ghost, datetime(1, 1, 1, tzinfo=UTC), "quillon marmalade at year one"),
+        Msg(next(_ids), ghost, datetime(9999, 12, 31, 23, 59, tzinfo=UTC), "quillon marmalade at the end of time"),
+        msg(BOB, "bob stays", 1),
+    ]
+    [export] = JsonWriter(RUNNERS, GENERAL).write(tmp_path / "general.json", said)
+
+    imported = run_cli(["import", str(export)], db_url, tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    assert "2 stored, 0 duplicates, 0 skipped, 2 refused (kept as dead letters)" in imported.stdout
+    async with engine.connect() as conn:
+        reasons = (await conn.scalars(select(DeadLetter.reason).order_by(DeadLetter.reason))).all()
+    assert [r.split(" is outside")[0] for r in reasons] == [
+        "created at 0001-01-01T00:00:00+00:00",
+        "created at 9999-12-31T23:59:00+00:00",
+    ]
+
+    purged = run_cli(["purge", "--guild", str(RUNNERS.id), "--user", str(ghost.id)], db_url, tmp_path, answer="y\n")
+    assert purged.returncode == 0, purged.stderr
+    assert "unstorable records" in purged.stdout  # the dead letters were counted, and asked about
+    assert await tables_with(SimpleNamespace(engine=engine), ["marmalade", "quillon"], ghost.id) == []  # type: ignore[arg-type]
+    assert await rows(engine) == 1  # bob's

@@ -19,7 +19,9 @@ from bot.memory.intake.window import ChannelWindow
 from bot.memory.names import NameDirectory
 from db.messages import DeadLetter
 from db.records import (
+    MAX_ID,
     IncomingMessage,
+    IngestOp,
     Kind,
     MessageDelete,
     MessageEdit,
@@ -73,7 +75,7 @@ class Intake:
         if self._choices.opted_out(message.guild_id, message.author_id):
             return False
         try:
-            message = normalised(message)  # type: ignore[assignment]
+            message = normalised(message, now=self._clock.now())  # type: ignore[assignment]
         except RefusedRecordError as exc:
             await self._queue.put(DeadLetter(message, str(exc)), wait=wait)  # counted and logged once by the queue
             return True
@@ -91,10 +93,13 @@ class Intake:
 
     async def edit(self, message_id: int, content: str, edited_at: datetime) -> None:
         """Queue new text for a stored message (what was built from the old text follows once it is stored)."""
+        edit: IngestOp = MessageEdit(message_id, content, edited_at)
         try:
-            edit = normalised(MessageEdit(message_id, content, edited_at))
-        except RefusedRecordError:
-            return  # no stored message has an impossible id
+            edit = normalised(edit, now=self._clock.now())
+        except RefusedRecordError as exc:
+            if 0 < message_id <= MAX_ID:  # an impossible time: the new words are kept, as any refused record is
+                await self._queue.put(DeadLetter(edit, str(exc)))
+            return  # (no stored message has an impossible id: such an edit names nothing)
         assert isinstance(edit, MessageEdit)
         self._window.edit(message_id, edit.content)
         await self._queue.put(edit)
@@ -119,8 +124,14 @@ class Intake:
         sources, quoted = set(members), set(messages)
         if any(self._choices.opted_out(reply.guild_id, member) for member in sources):
             return False
+        try:
+            stored = normalised(IncomingMessage(**{**_fields(reply), "kind": Kind.BOT}), now=self._clock.now())
+        except RefusedRecordError:
+            # Not kept even as a dead letter: a reply is built from members' data, and without its sources no
+            # deletion of theirs would find it.
+            return False
         self._window.add(reply, members=sources, quoted=quoted)
-        await self._queue.put(normalised(IncomingMessage(**{**_fields(reply), "kind": Kind.BOT})))
+        await self._queue.put(stored)
         for member in sorted(sources):
             await self._queue.put(ReplySource(reply.message_id, reply.guild_id, user_id=member))
         for message_id in sorted(quoted):

@@ -11,6 +11,7 @@ import asyncio
 import dataclasses
 import json
 import time
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -197,3 +198,52 @@ async def test_dead_letters_are_counted_and_logged_once(memory, caplog):
     assert (figures["messages"], figures["dead_letters"], figures["dead_letters_session"]) == (1, 6, 6)
     logged = [r for r in caplog.records if "dead letter" in r.getMessage()]
     assert len(logged) == 1, [r.getMessage() for r in logged]
+
+
+IMPOSSIBLE_TIMES = {
+    "year one": (datetime(1, 1, 1, tzinfo=UTC), "0001-01-01T00:00:00+00:00"),
+    "the calendar's last minute": (datetime(9999, 12, 31, 23, 59, tzinfo=UTC), "9999-12-31T23:59:00+00:00"),
+    "before Discord": (datetime(2014, 12, 31, 23, 59, tzinfo=UTC), "2014-12-31T23:59:00+00:00"),
+    "far ahead of an offset": (
+        datetime(9999, 12, 31, 22, tzinfo=timezone(-timedelta(hours=1))),  # the year 10000 in UTC
+        "9999-12-31T22:00:00-01:00",
+    ),
+}
+
+
+@pytest.mark.parametrize(("at", "shown"), IMPOSSIBLE_TIMES.values(), ids=IMPOSSIBLE_TIMES.keys())
+async def test_a_message_at_a_time_discord_cannot_have_is_a_dead_letter_and_its_author_can_be_forgotten(
+    memory, at, shown
+):
+    poison = dataclasses.replace(message("carol at an impossible time", author=CAROL, name="carol"), created_at=at)
+    said = message("carol at a possible time", author=CAROL, name="carol")
+    burst = burst_around(poison)
+    for m in [*burst, said]:
+        assert await memory.intake.message(m)
+    # An edit of a stored message dated where no clock is: its words kept aside too, never applied.
+    await memory.intake.edit(said.message_id, "carol's impossible edit", at)
+    await memory.flush()
+    assert await stored_ids(memory, {poison.message_id}) == set()
+    dead = await dead_letters(memory)
+    assert sorted(reason.split(" is outside")[0] for _, reason, _ in dead) == [
+        f"created at {shown}",
+        f"edited at {shown}",
+    ]
+    async with memory.sessions() as session:
+        assert (await session.get(ChatMessage, said.message_id)).message_text == "carol at a possible time"
+
+    counts = await memory.admin.forget_member(GUILD, CAROL)
+    assert counts["dead_letters"] == 2 and counts["chat_history"] == 1
+    assert await dead_letters(memory) == []
+
+
+async def test_a_message_more_than_a_day_ahead_of_now_is_a_dead_letter(memory):
+    now = datetime.now(UTC)
+    ahead = message("from tomorrow's tomorrow", at=now + timedelta(days=1, minutes=5))
+    soon = message("a clock a little fast", at=now + timedelta(hours=23))
+    for m in (ahead, soon):
+        await memory.intake.message(m)
+    await memory.flush()
+    assert await stored_ids(memory, {ahead.message_id, soon.message_id}) == {soon.message_id}
+    [(message_id, reason, _)] = await dead_letters(memory)
+    assert message_id == ahead.message_id and reason.startswith(f"created at {ahead.created_at.isoformat()} is out")
