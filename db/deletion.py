@@ -163,7 +163,7 @@ def delete_member(*, guild_id: int, user_id: int, at: datetime) -> Deletion:
 async def _delete_member(session: AsyncSession, guild_id: int, user_id: int, at: datetime) -> Counter[str]:
     """Everything about one member in one guild: messages, facts, revisions, names, summaries built on them."""
     counts: Counter[str] = Counter()
-    await tombstones.bury(session, guild_id, tombstones.MEMBER, user_id, at)
+    await tombstones.bury(session, guild_id, tombstones.MEMBER, tombstones.member_key(guild_id, user_id), at)
     mentions_them = and_(ChatMessage.guild_id == guild_id, ChatMessage.message_text.contains(f"{user_id}>"))
     days = await _days(
         session, or_(and_(ChatMessage.guild_id == guild_id, ChatMessage.user_id == user_id), mentions_them)

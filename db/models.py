@@ -312,8 +312,9 @@ class DeletedMessage(Base):
 
 class Tombstone(Base):
     """Messages of a guild created at or before `before` that no writer may store again: a forgotten member's
-    (kind "member", target the member), a purged channel's ("channel", target the channel) or all of them
-    ("before", target 0: a purged span or the whole guild). Only ids and a time: nothing of what was said."""
+    (kind "member", target a digest of guild and member: db/tombstones.member_key), a purged channel's ("channel",
+    target the channel) or all of them ("before", target 0: a purged span or the whole guild). Nothing of what
+    was said, and no member's id."""
 
     __tablename__ = "tombstones"
 

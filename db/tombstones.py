@@ -9,12 +9,13 @@ its guilds' locks shared and the message lock shared, a deletion holds its guild
 (db/changes.lock_guild) and a Discord delete the message lock exclusively, so a batch either commits before a
 deletion (which then deletes what it wrote) or reads its tombstone. On SQLite one writer holds the file.
 
-Tombstones keep ids and a time, never what was said. They are kept: a spill file or an export may be replayed
+Tombstones keep a time and a channel's id or a digest of a member's, never what was said or who was forgotten. They are kept: a spill file or an export may be replayed
 much later.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -27,7 +28,7 @@ from db.models import DeletedMessage, Tombstone
 from db.records import IncomingMessage, Kind, MessageDelete, ReplySource
 from db.upsert import dialect_insert
 
-MEMBER, CHANNEL, BEFORE = "member", "channel", "before"
+MEMBER, CHANNEL, BEFORE = "member", "channel", "before"  # a member's target is `member_key`, not their id
 _LOCK_CLASS = 0x456C  # db/changes.py: the guild locks
 _MESSAGE_LOCK = (0x456D, 0)  # Discord deletes against every batch
 
@@ -62,7 +63,8 @@ class Graves:
 
     def buries(self, guild_id: int, channel_id: int, user_id: int, at: datetime) -> bool:
         """Whether a message of that member, channel and time was deleted by a forget-me or a purge."""
-        for key in ((guild_id, MEMBER, user_id), (guild_id, CHANNEL, channel_id), (guild_id, BEFORE, 0)):
+        member = (guild_id, MEMBER, member_key(guild_id, user_id))
+        for key in (member, (guild_id, CHANNEL, channel_id), (guild_id, BEFORE, 0)):
             limit = self.before.get(key)
             if limit is not None and at <= limit:
                 return True
@@ -132,8 +134,15 @@ def sift(ops: Sequence[Any], graves: Graves) -> list[Any]:
     return kept
 
 
+def member_key(guild_id: int, user_id: int) -> int:
+    """How a forgotten member is named in their tombstone: a digest, not their id, so the database keeps no row
+    that lists who asked to be forgotten (it can only answer whether a given member was, which is its job)."""
+    digest = hashlib.blake2b(f"elefant-forgotten:{guild_id}:{user_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1  # a positive BIGINT
+
+
 def _buried_member(graves: Graves, source: ReplySource, at: datetime | None) -> bool:
-    limit = graves.before.get((source.guild_id, MEMBER, source.user_id or 0))
+    limit = graves.before.get((source.guild_id, MEMBER, member_key(source.guild_id, source.user_id or 0)))
     if limit is None:
         return (source.guild_id, source.user_id) in graves.opted_out
     return at is None or at <= limit
