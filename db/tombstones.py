@@ -9,8 +9,8 @@ its guilds' locks shared and the message lock shared, a deletion holds its guild
 (db/changes.lock_guild) and a Discord delete the message lock exclusively, so a batch either commits before a
 deletion (which then deletes what it wrote) or reads its tombstone. On SQLite one writer holds the file.
 
-Tombstones keep a time and a channel's id or a digest of a member's, never what was said or who was forgotten. They are kept: a spill file or an export may be replayed
-much later.
+Tombstones keep a time and a channel's id or a digest of a member's, never what was said or who was forgotten. They
+are kept: a spill file or an export may be replayed much later.
 """
 
 from __future__ import annotations
