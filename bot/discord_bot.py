@@ -17,6 +17,7 @@ from typing import Any
 import discord
 from discord.ext import commands
 
+from bot.catchup import CatchUp
 from bot.memory.manager import MemoryManager
 from bot.responder import Responder
 from bot.settings import Settings
@@ -45,6 +46,8 @@ class _Elefant:
     tree: discord.app_commands.CommandTree[Any]
     application_id: int | None
 
+    catch_up: CatchUp
+
     def _setup(self, memory: MemoryManager, responder: Responder, settings: Settings, sync_commands: bool) -> None:
         self.memory = memory
         self.responder = responder
@@ -59,7 +62,9 @@ class _Elefant:
         from bot.cogs.replies import on_app_command_error
 
         bot: Any = self
-        await bot.add_cog(Listener(bot, self.memory.intake, self.memory.recollection))
+        listener = Listener(bot, self.memory.intake, self.memory.recollection)
+        await bot.add_cog(listener)
+        self.catch_up = CatchUp(bot, listener.store_fetched, self.memory.intake, hours=self.settings.catchup_hours)
         await bot.add_cog(MemoryCommands(bot))
         await bot.add_cog(AdminCommands(bot))
         self.tree.on_error = on_app_command_error  # type: ignore[method-assign]
@@ -108,9 +113,21 @@ class _Elefant:
         """No prefix commands: the listener Cog handles messages, slash commands handle the rest."""
 
     async def on_ready(self) -> None:
-        """Log who we are once connected."""
+        """Log who we are once connected, and read back what was said while we were away."""
         bot: Any = self
         log.info("connected as %s (%s) to %d guilds", bot.user, getattr(bot.user, "id", "?"), len(bot.guilds))
+        self.catch_up.request()
+
+    async def on_resumed(self) -> None:
+        """A resumed session replays missed events, but not past a gap Discord would not resume: read back."""
+        self.catch_up.request()
+
+    async def close(self) -> None:
+        """Stop reading history back (what it stored is stored), then disconnect."""
+        catching_up = getattr(self, "catch_up", None)
+        if catching_up is not None:
+            await catching_up.cancel()
+        await super().close()  # type: ignore[misc]
 
 
 def _options(settings: Settings) -> dict[str, Any]:

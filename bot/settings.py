@@ -89,6 +89,7 @@ class Settings(BaseSettings):
     ingest_flush_ms: int = Field(default=500, ge=1, le=60_000)
     ingest_queue_max: int = Field(default=20000, ge=1, le=10_000_000)
     ingest_shutdown_seconds: float = Field(default=5.0, ge=0, le=3600)
+    catchup_hours: float = Field(default=24.0, ge=0, le=24 * 30)
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 

@@ -14,6 +14,7 @@ from discord.ext.test.websocket import FakeWebSocket
 from bot.cli import main
 from bot.discord_bot import ElefantBot
 from bot.memory.intake.face import Intake
+from tests.discord.gateway import real_snowflakes
 
 _ingest = Intake.message
 
@@ -38,6 +39,7 @@ async def _fake_start(self: ElefantBot, token: str, *, reconnect: bool = True) -
 
 
 if __name__ == "__main__":
+    real_snowflakes()
     Intake.message = _recording_ingest  # type: ignore[method-assign]
     FakeWebSocket.open = property(lambda ws: False)  # type: ignore[assignment,method-assign] # no socket to close
     ElefantBot.start = _fake_start  # type: ignore[method-assign]

@@ -89,15 +89,35 @@ class Listener(commands.Cog):
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:
         """Store every guild message people write; reply when addressed."""
-        if message.guild is None:
-            return  # direct messages are not stored
+        if self._not_speech(message):
+            return
+        text, replied = self._addressed(message)
+        replying = text is not None and not message.author.bot
+        # A reply is under way from here, before the message is stored: background embedding would otherwise take
+        # the stored message (the question itself) and encode it beside the reply, on the CPU the reply needs.
+        async with self._recollection.under_way() if replying else contextlib.nullcontext():
+            await self._store(message, text)
+            if replying:
+                assert text is not None
+                await self._answer(message, self._request(message, text, replied))
+
+    async def store_fetched(self, message: discord.Message) -> bool:
+        """Store a message read back from Discord's history (catch-up) exactly as a live one, never answering it:
+        a question asked while the bot was away is old news by now. False when it is not stored."""
+        if self._not_speech(message):
+            return False
+        text, _ = self._addressed(message)
+        return await self._store(message, text)
+
+    def _not_speech(self, message: discord.Message) -> bool:
         assert self.bot.user is not None
-        if message.author.id == self.bot.user.id or message.is_system():
-            return  # the bot stores its replies itself, with their sources; system notices are not speech
-        private, parent_id, channel_type = channel_scope(message.channel, message.guild.default_role)
-        await self.intake.channel(
-            message.guild.id, message.channel.id, is_private=private, parent_id=parent_id, channel_type=channel_type
-        )
+        # Direct messages are not stored; the bot stores its replies itself, with their sources; system notices
+        # are not speech.
+        return message.guild is None or message.author.id == self.bot.user.id or message.is_system()
+
+    def _addressed(self, message: discord.Message) -> tuple[str | None, discord.Message | None]:
+        """What the message asks the bot (None: not addressed to it), and the message it replies to."""
+        assert self.bot.user is not None
         replied = _replied_message(message)
         text = address(
             message.content,
@@ -105,17 +125,19 @@ class Listener(commands.Cog):
             bot_name=self.bot.settings.bot_name,
             replied_to_bot=replied is not None and replied.author.id == self.bot.user.id,
         )
+        return text, replied
+
+    async def _store(self, message: discord.Message, text: str | None) -> bool:
+        assert message.guild is not None
+        private, parent_id, channel_type = channel_scope(message.channel, message.guild.default_role)
+        await self.intake.channel(
+            message.guild.id, message.channel.id, is_private=private, parent_id=parent_id, channel_type=channel_type
+        )
         content = speech_of(message)
-        replying = text is not None and not message.author.bot
-        # A reply is under way from here, before the message is stored: background embedding would otherwise take
-        # the stored message (the question itself) and encode it beside the reply, on the CPU the reply needs.
-        async with self._recollection.under_way() if replying else contextlib.nullcontext():
-            if content and (not message.author.bot or self.bot.settings.ingest_other_bots):
-                kind = Kind.COMMAND if text is not None and is_command(text) else Kind.SPEECH
-                await self.intake.message(incoming(message, kind=kind, content=content))
-            if replying:
-                assert text is not None
-                await self._answer(message, self._request(message, text, replied))
+        if not content or (message.author.bot and not self.bot.settings.ingest_other_bots):
+            return False
+        kind = Kind.COMMAND if text is not None and is_command(text) else Kind.SPEECH
+        return await self.intake.message(incoming(message, kind=kind, content=content))
 
     def _request(self, message: discord.Message, text: str, replied: discord.Message | None) -> Request:
         assert message.guild is not None and self.bot.user is not None

@@ -204,6 +204,7 @@ class MemoryManager:
             window=self.window,
             changes=self.changes,
             clock=self.clock,
+            sessions=self.sessions,
             scheduler=self.scheduler,
             embedding=self.embedding,
         )

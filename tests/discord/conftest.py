@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from tests.discord.gateway import real_snowflakes
+
 
 @pytest.fixture
 def settings(settings):
     return settings.model_copy(update={"discord_members_intent": True})
+
+
+@pytest.fixture(autouse=True)
+def discord_ids():
+    real_snowflakes()

@@ -12,7 +12,7 @@ from itertools import count
 from typing import Any
 
 import discord
-from discord.ext.test import backend
+from discord.ext.test import backend, factories
 
 # Current snowflakes: discord.py dates a message by its id, and memory reads "today" from the real clock.
 _ids = count(discord.utils.time_snowflake(datetime.now(UTC)))
@@ -20,6 +20,13 @@ _ids = count(discord.utils.time_snowflake(datetime.now(UTC)))
 
 def snowflake() -> int:
     return next(_ids)
+
+
+def real_snowflakes() -> None:
+    """Make dpytest number its objects as Discord does. Its own `make_id` pads a 12-bit counter, so from its
+    4,097th id in a process on the ids are dated decades ahead (2038 and later), and memory rightly refuses such
+    times into dead letters."""
+    factories.make_id = snowflake
 
 
 def user(member: discord.abc.User) -> dict[str, Any]:

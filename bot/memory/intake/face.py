@@ -9,6 +9,8 @@ from dataclasses import fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
 from bot.memory.changes import Changes
 from bot.memory.choices import Choices
 from bot.memory.clock import Clock
@@ -17,6 +19,7 @@ from bot.memory.intake.counts import StoredCounts
 from bot.memory.intake.queue import WriteBehindQueue
 from bot.memory.intake.window import ChannelWindow
 from bot.memory.names import NameDirectory
+from db import history
 from db.messages import DeadLetter
 from db.records import (
     MAX_ID,
@@ -49,10 +52,12 @@ class Intake:
         window: ChannelWindow,
         changes: Changes,
         clock: Clock,
+        sessions: async_sessionmaker[AsyncSession] | None = None,
         scheduler: SummaryScheduler | None = None,
         embedding: EmbeddingWorker | None = None,
     ) -> None:
         self._queue = queue
+        self._sessions = sessions
         self._choices = choices
         self._names = names
         self._channels = channels
@@ -148,6 +153,21 @@ class Intake:
     async def names_stored(self, guild_id: int) -> None:
         """Names were stored in bulk (an import): every process reads the guild's names again."""
         await self._changes.changed(guild_id, None, "names")
+
+    async def newest_stored(self, guild_id: int) -> dict[int, int]:
+        """Each channel's newest stored message id: where a catch-up from Discord begins (queued ones land first)."""
+        if self._sessions is None:
+            return {}
+        await self._queue.flush()
+        async with self._sessions() as session:
+            return await history.newest_per_channel(session, guild_id)
+
+    async def stored_between(self, channel_id: int, after: int, upto: int) -> set[int]:
+        """Ids of a channel's stored messages with `after` < id <= `upto` (a catch-up's span)."""
+        if self._sessions is None:
+            return set()
+        async with self._sessions() as session:
+            return await history.stored_between(session, channel_id, after, upto)
 
     def stored_so_far(self) -> StoredCounts:
         """Messages this process has stored new, found stored already, and kept as dead letters (counters)."""
