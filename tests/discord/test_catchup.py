@@ -1,0 +1,176 @@
+"""Catch-up through dpytest's gateway (both databases): what was said while the bot was away is read back from
+Discord's history on READY and stored exactly as live messages are; what was deleted meanwhile goes.
+
+"Discord" here is dpytest's channel log, with its `logs_from` replaced by one that follows the API's contract
+(messages after an id, the oldest `limit` of them, sent newest first): dpytest's own returns the `after` message
+itself and needs it to exist, which Discord does not.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import discord
+import discord.ext.test as dpytest
+import pytest
+from discord.ext.test import backend
+from discord.ext.test import factories as facts
+from sqlalchemy import select
+
+from bot.discord_bot import ElefantBot
+from bot.memory.manager import MemoryManager
+from bot.responder import Responder
+from db.engine import create_session_factory
+from db.models import ChatMessage
+from tests.memory.facts.test_store import AppendingModel
+
+_seq = iter(range(1, 4000))
+
+
+async def discord_logs_from(self, channel_id, limit, before=None, after=None, around=None):
+    if channel_id in FAILING:
+        raise discord.HTTPException(_Response(500), "history unavailable")
+    messages = sorted(backend._cur_config.messages.get(channel_id, []), key=lambda m: int(m["id"]))
+    later = [m for m in messages if after is None or int(m["id"]) > after][:limit]
+    return list(reversed(later))
+
+
+class _Response:
+    def __init__(self, status: int) -> None:
+        self.status, self.reason = status, "fake"
+
+
+FAILING: set[int] = set()
+
+
+async def chat(request, context):
+    return "an answer"
+
+
+@pytest.fixture
+async def bot(engine, settings, monkeypatch):
+    monkeypatch.setattr(backend.FakeHttp, "logs_from", discord_logs_from)
+    FAILING.clear()
+    memory = MemoryManager(engine, settings, facts_model=AppendingModel())
+    await memory.start()
+    responder = Responder(memory, router=None, chatter=chat, policy="anyone")
+    bot = ElefantBot(memory=memory, responder=responder, settings=settings, sync_commands=False)
+    dpytest.configure(bot, text_channels=["general", "staff"], members=["alice", "bob"])
+    await bot._async_setup_hook()
+    await bot.setup_hook()
+    yield bot
+    await bot.catch_up.cancel()
+    await dpytest.empty_queue()
+    await memory.close()
+
+
+def said_while_away(channel, author, content: str, *, ago: timedelta, edited: bool = False) -> int:
+    """A message Discord has that never reached the bot; its id dates it `ago` back."""
+    at = datetime.now(UTC) - ago
+    message_id = discord.utils.time_snowflake(at) + next(_seq)
+    data = facts.make_message_dict(
+        channel,
+        author,
+        id_num=message_id,
+        content=content,
+        timestamp=at.isoformat(),
+        edited_timestamp=(at + timedelta(minutes=1)).isoformat() if edited else None,
+    )
+    backend._cur_config.messages.setdefault(channel.id, []).append(data)
+    return message_id
+
+
+async def catch_up(bot) -> None:
+    await bot.on_ready()
+    await bot.catch_up.wait()
+    await bot.memory.flush()
+
+
+async def stored(engine) -> dict[int, tuple[str, int]]:
+    async with create_session_factory(engine)() as session:
+        rows = await session.execute(select(ChatMessage.message_id, ChatMessage.message_text, ChatMessage.kind))
+        return {m: (text, kind) for m, text, kind in rows}
+
+
+async def test_what_was_said_while_away_is_stored_once_and_old_questions_get_no_answer(bot, engine):
+    config = dpytest.get_config()
+    general, staff = config.channels[0], config.channels[1]
+    alice, bob = config.members
+    live = await dpytest.message("said while the bot was up", channel=general, member=alice)
+    await bot.memory.flush()
+    missed = [
+        said_while_away(general, bob, "said while it was down", ago=timedelta(minutes=5)),
+        said_while_away(staff, alice, "in the other channel", ago=timedelta(minutes=4)),
+        said_while_away(general, alice, f"<@{bot.user.id}> what did bob say?", ago=timedelta(minutes=3)),
+    ]
+    await catch_up(bot)
+    await catch_up(bot)  # a second READY (a reconnect) reads it all again: nothing is stored twice
+    rows = await stored(engine)
+    assert set(rows) == {live.id, *missed}
+    assert dpytest.verify().message().nothing()  # an old question is not answered hours later
+
+
+async def test_an_edit_and_a_deletion_made_while_away_are_followed(bot, engine):
+    config = dpytest.get_config()
+    general = config.channels[0]
+    alice = config.members[0]
+    kept = await dpytest.message("this one stays", channel=general, member=alice)
+    changed = await dpytest.message("first words", channel=general, member=alice)
+    gone = await dpytest.message("deleted while the bot was down", channel=general, member=alice)
+    await bot.memory.flush()
+    log = backend._cur_config.messages[general.id]
+    log[:] = [m for m in log if int(m["id"]) != gone.id]  # deleted in Discord, no event reached the bot
+    for m in log:
+        if int(m["id"]) == changed.id:
+            m["content"] = "second words"
+            m["edited_timestamp"] = datetime.now(UTC).isoformat()
+    await catch_up(bot)
+    rows = await stored(engine)
+    assert set(rows) == {kept.id, changed.id}
+    assert rows[changed.id][0] == "second words"
+
+
+async def test_catch_up_is_bounded_and_a_failing_channel_does_not_stop_the_others(bot, engine, caplog):
+    config = dpytest.get_config()
+    general, staff = config.channels[0], config.channels[1]
+    alice = config.members[0]
+    too_old = said_while_away(staff, alice, "two days ago", ago=timedelta(hours=48))
+    recent = said_while_away(staff, alice, "an hour ago", ago=timedelta(hours=1))
+    FAILING.add(general.id)  # read first
+    said_while_away(general, alice, "unreachable", ago=timedelta(minutes=10))
+    await catch_up(bot)
+    assert set(await stored(engine)) == {recent}  # CATCHUP_HOURS (24) bounds it; too_old stays unread
+    assert too_old not in await stored(engine)
+    assert f"catching up on channel {general.id}" in caplog.text
+
+
+async def test_an_opted_out_members_missed_messages_are_not_stored(bot, engine):
+    config = dpytest.get_config()
+    general = config.channels[0]
+    alice, bob = config.members
+    await bot.memory.admin.opt_out(general.guild.id, alice.id, delete_stored=False)
+    said_while_away(general, alice, "alice while away", ago=timedelta(minutes=2))
+    bobs = said_while_away(general, bob, "bob while away", ago=timedelta(minutes=1))
+    await catch_up(bot)
+    assert set(await stored(engine)) == {bobs}
+
+
+async def test_no_catch_up_when_it_is_turned_off(engine, settings, monkeypatch):
+    monkeypatch.setattr(backend.FakeHttp, "logs_from", discord_logs_from)
+    memory = MemoryManager(engine, settings.model_copy(update={"catchup_hours": 0}), facts_model=AppendingModel())
+    await memory.start()
+    bot = ElefantBot(
+        memory=memory,
+        responder=Responder(memory, router=None, chatter=chat, policy="anyone"),
+        settings=memory.settings,
+        sync_commands=False,
+    )
+    dpytest.configure(bot, members=["alice"])
+    await bot._async_setup_hook()
+    await bot.setup_hook()
+    config = dpytest.get_config()
+    said_while_away(config.channels[0], config.members[0], "missed", ago=timedelta(minutes=1))
+    await catch_up(bot)
+    assert await stored(engine) == {}
+    await dpytest.empty_queue()
+    await memory.close()
