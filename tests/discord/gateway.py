@@ -22,6 +22,17 @@ def snowflake() -> int:
     return next(_ids)
 
 
+async def discord_logs_from(
+    self: Any, channel_id: int, limit: int, before: int | None = None, after: int | None = None, around: Any = None
+) -> list[dict[str, Any]]:
+    """dpytest's `logs_from` as Discord's API answers it: the oldest `limit` messages after `after`, sent newest
+    first. (dpytest's own returns the `after` message itself and needs it to exist; discord.py's history then
+    reads the same page for ever.) `before` and `around` are not used by catch-up."""
+    messages = sorted(backend._cur_config.messages.get(channel_id, []), key=lambda m: int(m["id"]))
+    later = [m for m in messages if after is None or int(m["id"]) > after][:limit]
+    return list(reversed(later))
+
+
 def real_snowflakes() -> None:
     """Make dpytest number its objects as Discord does. Its own `make_id` pads a 12-bit counter, so from its
     4,097th id in a process on the ids are dated decades ahead (2038 and later), and memory rightly refuses such

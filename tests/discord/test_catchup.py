@@ -2,8 +2,7 @@
 Discord's history on READY and stored exactly as live messages are; what was deleted meanwhile goes.
 
 "Discord" here is dpytest's channel log, with its `logs_from` replaced by one that follows the API's contract
-(messages after an id, the oldest `limit` of them, sent newest first): dpytest's own returns the `after` message
-itself and needs it to exist, which Discord does not.
+(tests/discord/gateway.py `discord_logs_from`).
 """
 
 from __future__ import annotations
@@ -22,17 +21,16 @@ from bot.memory.manager import MemoryManager
 from bot.responder import Responder
 from db.engine import create_session_factory
 from db.models import ChatMessage
+from tests.discord.gateway import discord_logs_from
 from tests.memory.facts.test_store import AppendingModel
 
 _seq = iter(range(1, 4000))
 
 
-async def discord_logs_from(self, channel_id, limit, before=None, after=None, around=None):
+async def logs_from(self, channel_id, limit, before=None, after=None, around=None):
     if channel_id in FAILING:
         raise discord.HTTPException(_Response(500), "history unavailable")
-    messages = sorted(backend._cur_config.messages.get(channel_id, []), key=lambda m: int(m["id"]))
-    later = [m for m in messages if after is None or int(m["id"]) > after][:limit]
-    return list(reversed(later))
+    return await discord_logs_from(self, channel_id, limit, before=before, after=after)
 
 
 class _Response:
@@ -49,7 +47,7 @@ async def chat(request, context):
 
 @pytest.fixture
 async def bot(engine, settings, monkeypatch):
-    monkeypatch.setattr(backend.FakeHttp, "logs_from", discord_logs_from)
+    monkeypatch.setattr(backend.FakeHttp, "logs_from", logs_from)
     FAILING.clear()
     memory = MemoryManager(engine, settings, facts_model=AppendingModel())
     await memory.start()
@@ -156,7 +154,7 @@ async def test_an_opted_out_members_missed_messages_are_not_stored(bot, engine):
 
 
 async def test_no_catch_up_when_it_is_turned_off(engine, settings, monkeypatch):
-    monkeypatch.setattr(backend.FakeHttp, "logs_from", discord_logs_from)
+    monkeypatch.setattr(backend.FakeHttp, "logs_from", logs_from)
     memory = MemoryManager(engine, settings.model_copy(update={"catchup_hours": 0}), facts_model=AppendingModel())
     await memory.start()
     bot = ElefantBot(
