@@ -21,7 +21,7 @@ from sqlalchemy import func, select
 from db.engine import create_engine
 from db.migrate import upgrade
 from db.models import ChatMessage, DeadLetter, MemberName
-from tests.private_postgres import PrivateServer, private_postgres  # noqa: F401 - a fixture
+from tests.private_postgres import PrivateServer
 from tests.test_stops import environment, start, wait_for_line
 
 SECONDS = 2.0  # each phase's length: enough for hundreds of messages at FLEET_RATE
