@@ -7,7 +7,7 @@ worker. "Discord" is a JSON-lines file (FLEET_DISCORD_LOG): each message is writ
 Discord has a message before any bot hears of it, and a process reading history reads the file, so its catch-up on
 READY finds what was said while it was down and what its siblings delivered meanwhile. It delivers FLEET_RATE
 messages a second, round robin over two channels and three members, until it is stopped; at READY it prints the
-guild's and the members' ids.
+guild's and the members' ids, and CAUGHT UP once its catch-up is done.
 """
 
 from __future__ import annotations
@@ -76,6 +76,11 @@ async def live_history(self: Any, channel_id: int, limit: int, **kwargs: Any) ->
     return await discord_logs_from(self, channel_id, limit, **kwargs)
 
 
+async def caught_up(bot: ElefantBot) -> None:
+    await bot.catch_up.wait()
+    print("CAUGHT UP", flush=True)
+
+
 async def _fake_start(self: ElefantBot, token: str, *, reconnect: bool = True) -> None:
     numbering(BASE)
     dpytest.configure(self, text_channels=["general", "random"], members=["alice", "bob", "carol"])
@@ -90,6 +95,7 @@ async def _fake_start(self: ElefantBot, token: str, *, reconnect: bool = True) -
     guild = config.guilds[0]
     members = " ".join(f"{m.name}={m.id}" for m in config.members)
     print(f"READY guild={guild.id} {members}", flush=True)
+    asyncio.get_running_loop().create_task(caught_up(self))
     i = 0
     while not self.is_closed():
         await dpytest.message(f"p{INDEX} m{i}", channel=config.channels[i % 2], member=config.members[i % 3])

@@ -267,7 +267,9 @@ async def test_only_deletions_of_names_make_a_guilds_names_be_read_again(engine,
         reads: list[str] = []
 
         def count(conn, cursor, statement, *args):
-            if "member_names" in statement and statement.lstrip().upper().startswith("SELECT"):
+            read = statement.lstrip().upper()
+            # (SELECT EXISTS: the deletion's statistics step asks whether a table is left empty, db/maintenance.py)
+            if "member_names" in statement and read.startswith("SELECT") and not read.startswith("SELECT EXISTS"):
                 reads.append(statement)
 
         event.listen(engine.sync_engine, "before_cursor_execute", count)

@@ -56,6 +56,7 @@ class Fleet:
         ready = await wait_for_line(child.stdout, "READY")
         self.ids = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", ready)}
         self.processes[index] = child
+        await wait_for_line(child.stdout, "CAUGHT UP")  # a busy machine may take longer than a phase
 
     def kill(self, index: int) -> None:
         self.processes.pop(index).kill()

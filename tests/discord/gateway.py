@@ -8,18 +8,19 @@ receives real `discord.Thread` and `discord.Message` objects through discord.py'
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from itertools import count
 from typing import Any
 
 import discord
 from discord.ext.test import backend, factories
 
 # Current snowflakes: discord.py dates a message by its id, and memory reads "today" from the real clock.
-_ids = count(discord.utils.time_snowflake(datetime.now(UTC)))
+_last = [discord.utils.time_snowflake(datetime.now(UTC))]
 
 
 def snowflake() -> int:
-    return next(_ids)
+    """The next id, dated now as Discord's are (a member's message after a forget-me is newer than it)."""
+    _last[0] = max(_last[0] + 1, discord.utils.time_snowflake(datetime.now(UTC)))
+    return _last[0]
 
 
 async def discord_logs_from(
