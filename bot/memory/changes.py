@@ -24,7 +24,7 @@ from bot.memory.intake.window import ChannelWindow
 from db import changes, deletion, maintenance
 from db import vectors as vector_rows
 from db.changes import Change
-from db.messages import Touched
+from db.ingest_rows import Touched
 
 log = logging.getLogger(__name__)
 SCRUB_DELAY_SECONDS = 5.0

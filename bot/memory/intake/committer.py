@@ -13,7 +13,8 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_exp
 
 from bot.memory.intake.counts import GaveUpError, IngestStats
 from bot.memory.types import IngestOp
-from db.messages import BatchWriter, DeadLetter, Touched, is_refusal
+from db.ingest_rows import DeadLetter, Touched, is_refusal
+from db.messages import BatchWriter
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -20,7 +20,7 @@ from bot.memory.intake.queue import WriteBehindQueue
 from bot.memory.intake.window import ChannelWindow
 from bot.memory.names import NameDirectory
 from db import history
-from db.messages import DeadLetter
+from db.ingest_rows import DeadLetter
 from db.records import (
     MAX_ID,
     IncomingMessage,

@@ -21,7 +21,8 @@ from bot.memory.intake.committer import BatchCommitter
 from bot.memory.intake.counts import IngestStats
 from bot.memory.intake.spill import Mark, Overflow, database_identity
 from bot.memory.types import IngestOp
-from db.messages import DeadLetter, Touched, batch_writer_for
+from db.ingest_rows import DeadLetter, Touched
+from db.messages import batch_writer_for
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-from db.messages import DeadLetter
+from db.ingest_rows import DeadLetter
 from db.records import (
     IncomingMessage,
     IngestOp,

@@ -15,7 +15,7 @@ from bot.memory.manager import MemoryManager
 from bot.memory.recall.embedding import Replies
 from bot.settings import Settings
 from db.engine import create_session_factory
-from db.messages import _payload
+from db.ingest_rows import _payload
 from db.models import ChatMessage, MemberName, UserOptOut
 from db.records import MessageVector
 from tests.factories import ALICE, BOB, GUILD, T0, message, minutes

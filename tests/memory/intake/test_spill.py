@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.memory.intake.queue import WriteBehindQueue
 from bot.memory.intake.spill import decode, encode
-from db.messages import DeadLetter
+from db.ingest_rows import DeadLetter
 from db.models import ChatMessage
 from db.records import Kind, MessageDelete, MessageEdit, MessageKind, MessageVector, ReplySource
 from tests.factories import T0, message, minutes
