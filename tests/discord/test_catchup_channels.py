@@ -1,6 +1,7 @@
 """Catch-up through dpytest's gateway (both databases), channel by channel: a private channel's and a thread's
 missed messages keep their scope, the bot's own messages are not read back as speech, a channel whose connection
-drops does not stop the others, and deletions are applied only inside a span Discord answered in full.
+drops (or storage is away) does not stop the others, deletions are applied only inside a span Discord answered in
+full, and a READY during a pass asks for one more pass, never a second at once.
 
 The bot, "Discord" (dpytest's channel log with an API-true `logs_from`) and the helpers are tests/discord/
 test_catchup.py's.
@@ -8,6 +9,7 @@ test_catchup.py's.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import aiohttp
@@ -148,3 +150,34 @@ async def test_storage_away_at_ready_is_one_line_and_the_next_ready_catches_up(b
     assert "background work" not in caplog.text  # not a task that died with a traceback
     await catch_up(bot)
     assert set(await stored(engine)) == {missed}
+
+
+async def test_a_ready_during_a_catch_up_asks_for_one_more_pass_not_a_second_at_once(bot, engine):
+    config = dpytest.get_config()
+    said_while_away(config.channels[0], config.members[0], "missed", ago=timedelta(minutes=1))
+    serve = backend.FakeHttp.logs_from
+    reading: list[int] = []
+    first_page = asyncio.Event()
+    most = 0
+
+    async def logs_from(self, channel_id, limit, before=None, after=None, around=None):
+        nonlocal most
+        reading.append(channel_id)
+        first_page.set()
+        most = max(most, len(reading))
+        await asyncio.sleep(0.05)  # a page takes a while, as on Discord: the next READY comes meanwhile
+        reading.remove(channel_id)
+        read.append(channel_id)
+        return await serve(self, channel_id, limit, before=before, after=after, around=around)
+
+    read: list[int] = []
+    backend.FakeHttp.logs_from = logs_from
+    await bot.on_ready()
+    async with asyncio.timeout(30):  # a hang guard
+        await first_page.wait()
+    await bot.on_resumed()  # a reconnect while the first pass reads, and another
+    await bot.on_ready()
+    await bot.catch_up.wait()
+    assert most == 1  # never two passes at once
+    channels = [c.id for c in config.guilds[0].text_channels]
+    assert sorted(read) == sorted(2 * channels)  # the pass under way, then one more for both requests
