@@ -77,8 +77,8 @@ class CatchUp:
     async def guild(self, guild: discord.Guild) -> None:
         """Read back one guild's readable channels; a channel that fails is logged and skipped."""
         since = datetime.now(UTC) - timedelta(hours=self._hours)
-        newest = await self._intake.newest_stored(guild.id)
         channels = _readable(guild)
+        newest = await self._intake.newest_stored(channel.id for channel in channels)
         read = deleted = failed = 0
         log.info("catching up on %d channels of guild %s (at most %g hours back)", len(channels), guild.id, self._hours)
         for channel in channels:
