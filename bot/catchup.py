@@ -67,22 +67,27 @@ class CatchUp:
         while True:
             self._again = False
             for guild in list(self._bot.guilds):
-                await self.guild(guild)
+                try:
+                    await self.guild(guild)
+                except Exception as exc:  # noqa: BLE001 - storage away at READY: the next guild (and READY) go on
+                    log.warning("catching up on guild %s failed: %r", guild.id, exc)
             if not self._again:
                 return
 
     async def guild(self, guild: discord.Guild) -> None:
         """Read back one guild's readable channels; a channel that fails is logged and skipped."""
         since = datetime.now(UTC) - timedelta(hours=self._hours)
-        newest = await self._intake.newest_stored(guild.id)
         channels = _readable(guild)
+        newest = await self._intake.newest_stored(channel.id for channel in channels)
         read = deleted = failed = 0
         log.info("catching up on %d channels of guild %s (at most %g hours back)", len(channels), guild.id, self._hours)
         for channel in channels:
             try:
                 async with asyncio.timeout(CHANNEL_SECONDS):
                     got, gone = await self._channel(channel, newest.get(channel.id), since)
-            except (discord.HTTPException, TimeoutError) as exc:
+            # Not only HTTPException: a dropped connection surfaces as aiohttp's or the OS's error, a storage
+            # outage as the database driver's, a payload discord.py cannot parse as its own; none may cost the rest.
+            except Exception as exc:  # noqa: BLE001 - logged in one line, the channel skipped (no deletions)
                 failed += 1
                 log.warning("catching up on channel %s of guild %s failed: %r", channel.id, guild.id, exc)
                 continue

@@ -154,13 +154,14 @@ class Intake:
         """Names were stored in bulk (an import): every process reads the guild's names again."""
         await self._changes.changed(guild_id, None, "names")
 
-    async def newest_stored(self, guild_id: int) -> dict[int, int]:
-        """Each channel's newest stored message id: where a catch-up from Discord begins (queued ones land first)."""
+    async def newest_stored(self, channel_ids: Iterable[int]) -> dict[int, int]:
+        """Each listed channel's newest stored message id, where a catch-up from Discord begins (queued ones land
+        first); a channel with none stored is absent."""
         if self._sessions is None:
             return {}
         await self._queue.flush()
         async with self._sessions() as session:
-            return await history.newest_per_channel(session, guild_id)
+            return await history.newest_per_channel(session, channel_ids)
 
     async def stored_between(self, channel_id: int, after: int, upto: int) -> set[int]:
         """Ids of a channel's stored messages with `after` < id <= `upto` (a catch-up's span)."""
