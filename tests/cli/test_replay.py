@@ -42,7 +42,8 @@ async def _after_t(db_url: str) -> None:
         await engine.dispose()
     settings = Settings(_env_file=None, database_url=db_url, gemini_api_key=None, discord_token=None)  # type: ignore[call-arg]
     async with open_app(settings) as app:
-        await app.memory.facts.remember(PETS.id, ANA.id, f"Ana's kitten Pixel lives in {AFTER} now", requested_by=ANA.id)
+        fact = f"Ana's kitten Pixel lives in {AFTER} now"
+        await app.memory.facts.remember(PETS.id, ANA.id, fact, requested_by=ANA.id)
 
 
 @pytest.fixture

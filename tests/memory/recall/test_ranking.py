@@ -40,10 +40,8 @@ def test_recency_is_never_as_strong_as_a_name():
 
 
 async def test_a_named_author_outranks_a_recent_message_saying_the_same(memory):
-    ids = await said(
-        memory,
-        [(200, ALICE, "melanie", "I painted a sunset over the lake"), (2, BOB, "bob", "I painted a sunset over the lake")],
-    )
+    sunset = "I painted a sunset over the lake"
+    ids = await said(memory, [(200, ALICE, "melanie", sunset), (2, BOB, "bob", sunset)])
     hits = await memory.recollection.recall(GUILD, "what did melanie paint recently?", now=NOW)
     assert [h.message_id for h in hits[:2]] == [ids[ALICE], ids[BOB]]
 
