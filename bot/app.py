@@ -13,6 +13,7 @@ from bot.collector import collect_between_replies
 from bot.collector import wanted as collector_wanted
 from bot.lifecycle import spawn, stop_on_signals
 from bot.llm import LLM, build_embedder, build_llm
+from bot.llm.types import Provider
 from bot.memory.clock import Clock
 from bot.memory.manager import MemoryManager
 from bot.model_turns import ModelTurns
@@ -35,8 +36,13 @@ class App:
 
 
 @contextlib.asynccontextmanager
-async def open_app(settings: Settings, *, clock: Clock | None = None, background: bool = False) -> AsyncIterator[App]:
+async def open_app(
+    settings: Settings, *, clock: Clock | None = None, background: bool = False, offline: Provider | None = None
+) -> AsyncIterator[App]:
     """Migrate, open the engine and the LLM client, start memory; close all of it (draining) on exit.
+
+    `offline`: the offline provider the LLM answers with when no model is configured or it fails (by default the
+    deterministic one; `python -m bot prompt` wraps it to record what the model would receive).
 
     `background`: long-running front ends (the bot, the console) also embed messages and summarise finished
     days in the background, and on SQLite they hold the database's single-writer lock: a second bot on the
@@ -48,16 +54,18 @@ async def open_app(settings: Settings, *, clock: Clock | None = None, background
                 held.enter_context(sole_writer(settings.database_url))
             except DatabaseInUseError as exc:
                 raise ConfigError(str(exc)) from None
-        async with _opened(settings, clock=clock, background=background) as app:
+        async with _opened(settings, clock=clock, background=background, offline=offline) as app:
             yield app
 
 
 @contextlib.asynccontextmanager
-async def _opened(settings: Settings, *, clock: Clock | None, background: bool) -> AsyncIterator[App]:
+async def _opened(
+    settings: Settings, *, clock: Clock | None, background: bool, offline: Provider | None
+) -> AsyncIterator[App]:
     engine = create_engine(settings.database_url)
     try:
         await upgrade(engine)
-        llm = build_llm(settings, sessions=create_session_factory(engine))
+        llm = build_llm(settings, sessions=create_session_factory(engine), offline=offline)
         try:  # the model's HTTP session is open from here
             embedder = build_embedder(settings, llm, required=background)
             memory = MemoryManager(engine, settings, llm=llm, clock=clock, embedder=embedder)

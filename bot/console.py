@@ -212,6 +212,7 @@ async def run_console(
     stop = stop or asyncio.Event()
     lines = _Lines(stdin, interactive)
     async with open_app(settings, clock=clock, background=True) as app:
+        await _continue_clock(app, clock)
         console = Console(app, settings, clock, out)
         for name in ("alice", "bob"):
             app.memory.directory.note_name(GUILD, member_id(name), name, name)
@@ -230,6 +231,15 @@ async def run_console(
                 console.say("")  # off the prompt line
         finally:
             lines.close()
+
+
+async def _continue_clock(app: App, clock: FakeClock) -> None:
+    """Start after the newest line stored in the simulated guild: an earlier session may have moved its clock days
+    ahead (/day), and behind it, its lines would be the future (recall would not see them; summaries would not
+    be written)."""
+    newest = await app.memory.admin.last_message_at(GUILD)
+    if newest is not None and newest >= clock.now():
+        clock.advance(seconds=(newest - clock.now()).total_seconds() + 60)
 
 
 class _Lines:

@@ -34,6 +34,17 @@ async def blob(session: AsyncSession, guild_id: int, user_id: int) -> str | None
     return row.memory_blob if row and row.memory_blob else None
 
 
+async def blob_at(session: AsyncSession, guild_id: int, user_id: int, at: datetime) -> str | None:
+    """The facts about a member as they stood at `at` (its newest revision by then), or None."""
+    found = await session.scalar(
+        select(FactRevision.new_blob)
+        .where(FactRevision.guild_id == guild_id, FactRevision.user_id == user_id, FactRevision.at <= at)
+        .order_by(FactRevision.id.desc())
+        .limit(1)
+    )
+    return found or None
+
+
 async def history(session: AsyncSession, guild_id: int, user_id: int, *, limit: int) -> list[Revision]:
     """A member's revisions, newest first."""
     rows = await session.scalars(

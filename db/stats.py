@@ -105,11 +105,12 @@ async def database_bytes(session: AsyncSession) -> int:
     return int(await session.scalar(text("SELECT pg_database_size(current_database())")) or 0)
 
 
-async def last_message_at(session: AsyncSession, guild_id: int, user_id: int) -> datetime | None:
-    """When a member's newest stored message was written, or None."""
-    return await session.scalar(
-        select(func.max(ChatMessage.timestamp)).where(ChatMessage.guild_id == guild_id, ChatMessage.user_id == user_id)
-    )
+async def last_message_at(session: AsyncSession, guild_id: int, user_id: int | None = None) -> datetime | None:
+    """When a member's (None: anyone's, the bot's replies too) newest stored message was written, or None."""
+    query = select(func.max(ChatMessage.timestamp)).where(ChatMessage.guild_id == guild_id)
+    if user_id is not None:
+        query = query.where(ChatMessage.user_id == user_id)
+    return await session.scalar(query)
 
 
 async def guilds_with_messages_before(session: AsyncSession, cutoff: datetime) -> list[int]:

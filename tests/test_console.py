@@ -183,3 +183,25 @@ async def test_the_models_mentions_are_shown_as_names_and_its_mass_pings_inert(t
     out = io.StringIO()
     await run_console(settings, stdin=io.StringIO("Elefant, hello\n"), out=out)
     assert out.getvalue().splitlines()[1] == "[2] Elefant: @\u200beveryone and @\u200bhere: @alice asked @Elefant"
+
+
+def test_a_second_session_continues_after_the_first_sessions_clock(db_url, tmp_path):
+    """The first session ran days ahead of the real clock; the second starts after its lines, not at real time, so
+    they are its past (on both databases)."""
+    env = {k: v for k, v in os.environ.items() if k not in {"DISCORD_TOKEN", "GEMINI_API_KEY"}}
+    env |= {"DATABASE_URL": db_url, "EMBEDDING_MODEL": "none", "PYTHONPATH": str(ROOT)}
+
+    def console(*args: str, stdin: str) -> list[str]:
+        result = subprocess.run(
+            [sys.executable, "-m", "bot", "console", *args],
+            input=stdin, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120, check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        return result.stdout.splitlines()
+
+    first = console("--at", "2031-05-01T10:00:00", stdin="/day +3\nI adopted a kitten named Pixel\n")
+    assert first[0] == "(it is now Sunday 2031-05-04 10:00 UTC)"
+    second = console(stdin="/day 0\nElefant, what did I say about my kitten?\n")
+    assert second[0] == "(it is now Sunday 2031-05-04 10:01 UTC)"  # a minute after the newest line, not today
+    assert second[2].startswith("[2] Elefant: Here is what I found:")
+    assert second[3].startswith("• 2031-05-04, today — alice: “I adopted a kitten named Pixel”")

@@ -3,8 +3,8 @@
 Nothing heavy is imported at module level: `--help` must answer at once, so each command imports what it runs
 on (SQLAlchemy, Alembic, discord.py, google-genai) itself, after reading the settings — a wrong setting is
 answered before seconds of imports. The commands live by what they do: serving.py (run, console, sync,
-invite), reading.py (context, recall, stats, export), database.py (migrate, embed, purge) and imports.py
-(import); runner.py holds what they share.
+invite), reading.py (context, recall, stats, export), prompt.py (prompt), database.py (migrate, embed, purge)
+and imports.py (import); runner.py holds what they share.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import click
 
 from bot.cli.database import embed, migrate, purge
 from bot.cli.imports import import_
+from bot.cli.prompt import prompt
 from bot.cli.reading import context, export, recall, stats
 from bot.cli.runner import IsoDateTime
 from bot.cli.serving import console, invite, run, sync
@@ -25,5 +26,5 @@ def main() -> None:
     """Elefant, a Discord bot with a long memory."""
 
 
-for _command in (console, context, embed, export, import_, invite, migrate, purge, recall, run, stats, sync):
+for _command in (console, context, embed, export, import_, invite, migrate, prompt, purge, recall, run, stats, sync):
     main.add_command(_command)

@@ -48,12 +48,14 @@ async def context(guild_id: int, user_id: int, at: datetime | None) -> None:
 @click.argument("question")
 @async_command
 async def recall(guild_id: int, channel_id: int | None, asker: int, at: datetime | None, question: str) -> None:
-    """Print exactly what the model would receive to answer a question about the past."""
+    """Print exactly what the model would receive to answer a question about the past (with --at, as at that
+    moment: nothing said after it)."""
     settings = command_settings()
     from bot.conversation import Request
-    from bot.memory.clock import FakeClock
+    from bot.memory.clock import ReplayClock
 
-    async with guild_app(settings, guild_id, clock=FakeClock(at) if at else None) as app:
+    # At a past moment, as then: nothing said (or remembered, or summarised) after it.
+    async with guild_app(settings, guild_id, clock=ReplayClock(at) if at else None) as app:
         request = Request(guild_id, asker, question, channel_id=channel_id)
         await app.memory.recollection.vectors_ready(guild_id)  # one question: worth waiting for the model and the index
         memory, _ = await app.responder.recall_memory(request)

@@ -42,7 +42,8 @@ async def run(stop: StopRequest) -> None:
 @AT_OPTION
 @async_command
 async def console(at: datetime | None, stop: StopRequest) -> None:
-    """Chat with the bot in a simulated guild in this terminal (or from a pipe), its clock starting --at."""
+    """Chat with the bot in a simulated guild in this terminal (or from a pipe), its clock starting --at (default
+    now), or just after the newest line an earlier session stored, if that is later."""
     settings = command_settings(long_running=True)
     from bot.console import run_console
 

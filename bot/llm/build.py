@@ -21,6 +21,7 @@ from bot.llm.http import GEMINI_URL, http_session, owns
 from bot.llm.local_embedder import INSTALL_WEIGHTS, LocalEmbedder, installed, load_minilm
 from bot.llm.prompts import load_prompts
 from bot.llm.resilience import Limits, ResilientProvider
+from bot.llm.types import Provider
 from bot.llm.usage import UsageRecorder
 from bot.settings import ConfigError, Settings
 
@@ -75,19 +76,22 @@ def build_resilience(settings: Settings, inner: GeminiProvider) -> ResilientProv
     )
 
 
-def build_llm(settings: Settings, *, sessions: async_sessionmaker[AsyncSession] | None) -> LLM:
-    """The resilient Gemini provider with the offline fallback, or the offline provider alone without a key."""
+def build_llm(
+    settings: Settings, *, sessions: async_sessionmaker[AsyncSession] | None, offline: Provider | None = None
+) -> LLM:
+    """The resilient Gemini provider with the offline fallback, or the offline provider alone without a key;
+    `offline`: the offline provider to use (e.g. one that records what it is asked)."""
     prompts = load_prompts()
     usage = UsageRecorder(sessions) if sessions is not None else None
     if settings.gemini_api_key is None:
-        return LLM(None, prompts=prompts, usage=usage)
+        return LLM(None, prompts=prompts, usage=usage, offline=offline)
     client = make_client(settings)
     gemini = GeminiProvider(
         client,
         models={"batch": settings.model_batch, "fast": settings.model_fast},
         timeout_s=settings.llm_timeout_seconds,
     )
-    return LLM(build_resilience(settings, gemini), prompts=prompts, usage=usage, client=client)
+    return LLM(build_resilience(settings, gemini), prompts=prompts, usage=usage, client=client, offline=offline)
 
 
 def build_embedder(settings: Settings, llm: LLM, *, required: bool = False) -> GeminiEmbedder | LocalEmbedder | None:

@@ -81,8 +81,8 @@ class Admin:
         async with self._sessions() as session:
             return await stats.some_guilds(session, limit=limit)
 
-    async def last_message_at(self, guild_id: int, user_id: int) -> datetime | None:
-        """When a member's newest stored message was written."""
+    async def last_message_at(self, guild_id: int, user_id: int | None = None) -> datetime | None:
+        """When a member's (None: anyone's) newest stored message was written."""
         async with self._sessions() as session:
             return await stats.last_message_at(session, guild_id, user_id)
 

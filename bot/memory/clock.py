@@ -26,6 +26,10 @@ class Clock:
         """Seconds for cache expiry (cachetools' `timer`)."""
         return self.now().timestamp()
 
+    def horizon(self) -> datetime | None:
+        """The newest moment memory may show: None here, where everything stored is the past."""
+        return None
+
 
 class FakeClock(Clock):
     """A clock that only moves when told to."""
@@ -39,6 +43,14 @@ class FakeClock(Clock):
     def advance(self, **delta: float) -> None:
         """Move time forward, e.g. `advance(minutes=61)`."""
         self._now += timedelta(**delta)
+
+
+class ReplayClock(FakeClock):
+    """A past moment replayed (`python -m bot recall --at`, `prompt --at`): what was stored after it, messages,
+    summaries and facts revisions alike, is not said yet, so memory shows none of it."""
+
+    def horizon(self) -> datetime | None:
+        return self.now()
 
 
 def local_day(moment: datetime, zone: str) -> date:

@@ -81,7 +81,9 @@ class MemoryManager:
         self._llm = llm
         facts_model = facts_model or (LLMFactsModel(llm, zone=self.choices.zone, clock=self.clock) if llm else None)
         self.fact_store = (
-            FactsStore(self.sessions, facts_model, max_chars=settings.facts_max_chars) if facts_model else None
+            FactsStore(self.sessions, facts_model, max_chars=settings.facts_max_chars, horizon=self.clock.horizon)
+            if facts_model
+            else None
         )
         # Several processes share a PostgreSQL database; a SQLite file has one writing process (bot/app.py).
         self.claims = Claims(

@@ -104,8 +104,9 @@ class Recollection:
         zone = self._choices.zone(guild_id)
         question = await read_question(query, now=now, zone=zone, resolve=partial(self._names.resolve_all, guild_id))
         messages, summaries = await self._recall.find(
-            guild_id, question, now=now, zone=zone, here=channel_id, since=since, until=until, user_id=user_id
-        )
+            guild_id, question, now=now, zone=zone, here=channel_id, since=since, until=self._until(until),
+            user_id=user_id,
+        )  # fmt: skip
         # Summaries keep to their share (a quarter, at least one) and never push messages out of order.
         merged = messages[:limit] + summaries[: max(1, limit // 4)]
         merged.sort(key=lambda h: -h.score)
@@ -135,6 +136,7 @@ class Recollection:
                 now=now,
                 zone=zone,
                 here=channel_id,
+                until=self._until(),
                 summaries=summaries,
                 encoding=encoding,
                 light=light,
@@ -168,7 +170,7 @@ class Recollection:
         hits = [h for h in hits if asked_in is None or h.message_id != asked_in]
         if relevant_only:
             hits = [h for h in hits if h.relevant()]
-        snippets = await self._recall.snippets(guild_id, hits, here=channel_id)
+        snippets = await self._recall.snippets(guild_id, hits, here=channel_id, until=self._until())
         if found is not None and not relevant_only:  # a question: the summaries its routed search left out
             summaries = await self._summaries_for(guild_id, text, now=now, zone=zone)
         for snippet in snippets:  # the asking message may still come in as a hit's neighbour or reply
@@ -181,4 +183,11 @@ class Recollection:
 
     async def _summaries_for(self, guild_id: int, text: str, *, now: datetime, zone: str) -> list[Hit]:
         question = await read_question(text, now=now, zone=zone, resolve=partial(self._names.resolve_all, guild_id))
-        return await self._recall.find_summaries(guild_id, question, now=now, zone=zone)
+        return await self._recall.find_summaries(guild_id, question, now=now, zone=zone, until=self._until())
+
+    def _until(self, until: datetime | None = None) -> datetime | None:
+        """The end of what a search may show: `until`, and never past a replayed moment (the clock's horizon)."""
+        horizon = self._clock.horizon()
+        if horizon is None or until is None:
+            return until or horizon
+        return min(until, horizon)

@@ -7,10 +7,11 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, BindParameter, Float, Integer, bindparam, text
+from sqlalchemy import BigInteger, BindParameter, Float, Integer, bindparam, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import scope as scoping
+from db.models import ChatMessage
 from db.scope import Scope
 from db.search import driver, fts, planner
 from db.search.planner import Plan
@@ -204,3 +205,18 @@ async def recent_messages(
         params["user_id"] = user_id
     rows = await session.execute(query, params)
     return [MessageRow(m, c, u, body, ts, 0.0, 0.0, r) for m, c, u, body, ts, r in rows]
+
+
+async def span(session: AsyncSession, guild_id: int, *, before: datetime) -> tuple[datetime, datetime] | None:
+    """When the guild's oldest stored message and its newest before `before` were written (None: nothing yet).
+
+    Two subqueries, each one end of the (guild_id, timestamp) index: min and max in one SELECT would read the
+    whole range on SQLite."""
+    oldest = select(func.min(ChatMessage.timestamp)).where(ChatMessage.guild_id == guild_id).scalar_subquery()
+    newest = (
+        select(func.max(ChatMessage.timestamp))
+        .where(ChatMessage.guild_id == guild_id, ChatMessage.timestamp < before)
+        .scalar_subquery()
+    )
+    first, last = (await session.execute(select(oldest, newest))).one()
+    return None if first is None or last is None else (first, last)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 
 from sqlalchemy import BigInteger, bindparam, text
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -34,10 +35,17 @@ async def messages_by_id(session: AsyncSession, guild_id: int, ids: list[int], *
 
 
 async def around(
-    session: AsyncSession, guild_id: int, hits: list[Turn], *, here: int | None, neighbours: int
+    session: AsyncSession,
+    guild_id: int,
+    hits: list[Turn],
+    *,
+    here: int | None,
+    neighbours: int,
+    until: datetime | None = None,
 ) -> list[Turn]:
     """The turns around hits, in one statement: the message before and after each of the first `neighbours`
-    hits in its channel, what each hit replies to, and the replies to it (all within the read scope)."""
+    hits in its channel, what each hit replies to, and the replies to it (all within the read scope), written
+    before `until` if given (a replayed moment: the turn after it is not said yet)."""
     if not hits:
         return []
     values: dict[str, int] = {}
@@ -62,9 +70,10 @@ async def around(
     sql = f"""
         SELECT {TURN_COLUMNS} FROM chat_history AS c
         WHERE c.message_id IN ({" UNION ALL ".join(ids)})
-          AND {scoping.where(scoping.MESSAGES, "c")}
+          AND {scoping.where(scoping.MESSAGES, "c")}{" AND c.timestamp < :until" if until else ""}
     """
     params = {
+        **({"until": until} if until else {}),
         **values,
         "hits": [h.message_id for h in hits],
         **({"parents": parents} if parents else {}),
@@ -74,6 +83,7 @@ async def around(
         return turns
     query = scoping.typed(text(sql).columns(timestamp=UTCDateTime()), scoping.MESSAGES).bindparams(
         *(bindparam(k, type_=BigInteger()) for k in values),
+        *([bindparam("until", type_=UTCDateTime())] if until else []),
         driver.id_list("hits"),
         *([driver.id_list("parents")] if parents else []),
     )

@@ -67,8 +67,10 @@ class FactsStore:
         *,
         max_chars: int = 1500,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        horizon: Callable[[], datetime | None] = lambda: None,
     ) -> None:
         self._sessions = sessions
+        self._horizon = horizon  # a replayed moment (bot/memory/clock.py): facts as they stood then
         self._model = model
         self._max_chars = max_chars
         self._clock = clock
@@ -85,12 +87,16 @@ class FactsStore:
         return lock
 
     async def facts(self, guild_id: int, user_id: int) -> str | None:
-        """The stored facts about a member, or None."""
+        """The stored facts about a member (as they stood at a replayed moment), or None."""
         async with self._sessions() as session:
+            if (moment := self._horizon()) is not None:
+                return await store.blob_at(session, guild_id, user_id, moment)
             return await store.blob(session, guild_id, user_id)
 
     async def cached_facts(self, guild_id: int, user_id: int) -> str | None:
         """Like `facts`, from a short-lived cache: for the hot path of building a context."""
+        if self._horizon() is not None:  # a replay moves through time: what was cached may be later than its moment
+            return await self.facts(guild_id, user_id)
         key = (guild_id, user_id)
         try:
             return self._recent[key]

@@ -4,6 +4,9 @@
 the last May that is over. A member's name says *who*, not *what*: it leaves the words searched for and
 becomes a preference for that member's own messages and messages about them (not ones merely addressed to
 them: "thanks Melanie!"). Time words narrow nothing on their own; they prefer messages inside the window.
+An explicit date, month or year wins over any other time word ("recently in May 2022" is May 2022). "Recently",
+"lately", "these days" name no window: they only mark the question `recent`, which recall turns into a gentle
+preference for the recent part of the guild's own stored span (search.py), never as strong as a name.
 """
 
 from __future__ import annotations
@@ -60,11 +63,12 @@ _AGO = re.compile(
     r"\b(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|couple|few)"
     r"(?:\s+of)?\s+(day|week|month|year)s?\s+ago\b"
 )
-_MONTH = re.compile(
-    r"\b(?:(last|this|in|during|back in|early|late|mid)\s+)?("
-    + "|".join(sorted(MONTHS, key=len, reverse=True))
-    + r")\b(?:\s+(\d{4}))?"
-)
+_MONTHS = "|".join(sorted(MONTHS, key=len, reverse=True))
+_MONTH = re.compile(rf"\b(?:(last|this|in|during|back in|early|late|mid)\s+)?({_MONTHS})\b(?:\s+(\d{{4}}))?")
+_ISO_DATE = re.compile(r"\b((?:19|20)\d{2})-(\d{1,2})-(\d{1,2})\b")
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_MONTH_DAY = re.compile(rf"\b({_MONTHS})\.?\s+{_DAY}\b(?!:)(?:,?\s+((?:19|20)\d{{2}}))?")
+_DAY_MONTH = re.compile(rf"\b{_DAY}\s+(?:of\s+)?({_MONTHS})\b(?:,?\s+((?:19|20)\d{{2}}))?")
 _YEAR = re.compile(r"\b(?:in|during|back in)\s+((?:19|20)\d{2})\b")
 _RELATIVE = {
     "yesterday": (2, 0),
@@ -73,8 +77,9 @@ _RELATIVE = {
     "last month": (62, 27),
     "this month": (31, 0),
     "last year": (730, 330),
-    "recently": (30, 0),
 }
+_RECENT = re.compile(r"\b(?:recently|lately|these days|nowadays|of late)\b")
+_RECENT_WORDS = {"recently", "lately", "nowadays"}  # say when, not what: never words to search for
 _ADDRESS = r"(?:^|[.!?]\s+)(?:hey|hi|hello|thanks|thank you|thx|ty|ok|okay|yo|sorry|congrats|love you|welcome)?,?\s*"
 
 
@@ -86,6 +91,7 @@ class Question:
     terms: list[str]
     members: dict[int, set[str]] = field(default_factory=dict)
     window: tuple[datetime, datetime] | None = None
+    recent: bool = False  # "recently", "lately", "these days" with no explicit time
 
 
 def words_of(text: str, *, drop: set[str] | None = None) -> list[str]:
@@ -106,10 +112,15 @@ def _month_window(month: int, year: int | None, today: date, zone: ZoneInfo) -> 
 
 
 def time_window(text: str, now: datetime, zone: str = "UTC") -> tuple[datetime, datetime] | None:
-    """The stretch of time a question points at, widened a little (people round), or None."""
+    """The stretch of time a question points at, widened a little (people round), or None.
+
+    What the question states outright (a date, a month, a year) wins over what it says relative to now (three
+    weeks ago, last month): "what did she say recently in May 2022?" asks about May 2022.
+    """
     tz = ZoneInfo(zone)
     low = text.lower()
-    local = now.astimezone(tz)
+    if explicit := _explicit_window(low, now.astimezone(tz).date(), tz):
+        return explicit
     if match := _AGO.search(low):
         n = int(match.group(1)) if match.group(1).isdigit() else _NUMBERS[match.group(1)]
         days = {"day": 1, "week": 7, "month": 30, "year": 365}[match.group(2)] * n
@@ -118,15 +129,44 @@ def time_window(text: str, now: datetime, zone: str = "UTC") -> tuple[datetime, 
     for phrase, (back, until) in _RELATIVE.items():
         if re.search(rf"\b{phrase}\b", low):
             return now - timedelta(days=back), now - timedelta(days=until)
+    return None
+
+
+def _explicit_window(low: str, today: date, tz: ZoneInfo) -> tuple[datetime, datetime] | None:
+    """A date (a day either side: people round), a month or a year the question names, or None."""
+    if day := _named_day(low, today):
+        start = datetime(day.year, day.month, day.day, tzinfo=tz)
+        return start - timedelta(days=1), start + timedelta(days=2)
     if match := _MONTH.search(low):
         word = match.group(2)
         if word != "may" or match.group(1) or match.group(3):  # "may" alone is mostly the verb
-            start, end = _month_window(MONTHS[word], int(match.group(3)) if match.group(3) else None, local.date(), tz)
-            return start, end
+            return _month_window(MONTHS[word], int(match.group(3)) if match.group(3) else None, today, tz)
     if match := _YEAR.search(low):
         year = int(match.group(1))
         return datetime(year, 1, 1, tzinfo=tz), datetime(year + 1, 1, 1, tzinfo=tz)
     return None
+
+
+def _named_day(low: str, today: date) -> date | None:
+    """ "2022-05-07", "May 7th, 2022", "7 May": the day named (without a year, the last such day begun)."""
+    if match := _ISO_DATE.search(low):
+        year, month, day = (int(g) for g in match.groups())
+    elif match := _MONTH_DAY.search(low):
+        month, day, year = MONTHS[match.group(1)], int(match.group(2)), int(match.group(3) or 0)
+    elif match := _DAY_MONTH.search(low):
+        day, month, year = int(match.group(1)), MONTHS[match.group(2)], int(match.group(3) or 0)
+    else:
+        return None
+    try:
+        named = date(year or today.year, month, day)
+        return named if year or named <= today else date(today.year - 1, month, day)
+    except ValueError:  # "May 42", "February 30": no such day
+        return None
+
+
+def recent(text: str) -> bool:
+    """Whether the question asks about lately ("recently", "these days") without naming a time of its own."""
+    return bool(_RECENT.search(text.lower()))
 
 
 def addressed_only(text: str, name: str) -> bool:
@@ -156,4 +196,6 @@ async def read(
         if len(found) == 1:
             members.setdefault(found[0], set()).add(word)
     named = {w for words in members.values() for w in words}
-    return Question(plain, words_of(plain, drop=named), members, time_window(plain, now, zone))
+    window = time_window(plain, now, zone)
+    terms = words_of(plain, drop=named | _RECENT_WORDS)
+    return Question(plain, terms, members, window, recent=window is None and recent(plain))

@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 POOL = 120  # full-text candidates, whatever the number of results asked for
 MEMBER_POOL = 200  # a named member's own candidates (and those of the time asked about)
 VECTOR_POOL = 200
+RECENT_SHARE = 0.2  # "recently": the last fifth of the guild's stored span …
+RECENT_DAYS = (3.0, 90.0)  # … but at least a few days and at most a season
 EncodeQuery = Callable[[str], Awaitable[np.ndarray]]
 Window = tuple[datetime, datetime]
 
@@ -87,14 +89,19 @@ class Recall:
         window = question.window if self.options.time else None
         members = question.members if self.options.who else {}
         tz = ZoneInfo(zone)
+        recent = await self._recent_part(guild_id, now) if question.recent and self.options.time else None
         # The meaning half runs beside the words half, on a session of its own: the question's vector, its nearest
         # messages and their rows come while the full-text search runs.
         embedding_task = asyncio.ensure_future(self._embed_question(guild_id, question, encoding))
         floor = RELEVANT_COSINE if light else -1.0
-        nearest_task = asyncio.ensure_future(self._nearest(search, embedding_task, list(members), window, floor))
+        nearest_task = asyncio.ensure_future(
+            self._nearest(search, embedding_task, list(members), window or recent, floor)
+        )
         try:
             async with self._sessions() as session:
-                turns, summary_rows = await _by_words(session, search, members, window, tz if summaries else None)
+                turns, summary_rows = await _by_words(
+                    session, search, members, window or recent, tz if summaries else None
+                )
             stems = {stem(w) for w in question.terms}
             counted = {m: counts_of(stems, t.text) for m, t in turns.items()}  # ranking's work, while rows are read
             query, cosine, near = await nearest_task
@@ -106,14 +113,35 @@ class Recall:
             cosine |= await self._index.similarity(guild_id, query, [m for m in turns if m not in cosine])
         hits = rank_messages(
             guild_id, question.terms, list(turns.values()), cosine, now=now, window=window, members=members,
-            half_life_days=self.half_life_days, words=self.options.text, counted=counted,
+            half_life_days=self.half_life_days, words=self.options.text, counted=counted, recent=recent,
         )  # fmt: skip
         return hits, rank_summaries(guild_id, terms, summary_rows, tz)
 
+    async def _recent_part(self, guild_id: int, now: datetime) -> Window | None:
+        """What "recently" means in this guild at `now`: the last RECENT_SHARE of its stored span up to its newest
+        message before `now` (a quiet month does not leave "recently" empty), within RECENT_DAYS; None: nothing
+        stored before `now`. A guild's own pace, not a fixed month of calendar."""
+        async with self._sessions() as session:
+            stored = await message_store.span(session, guild_id, before=now)
+        if stored is None:
+            return None
+        first, last = stored
+        days = (last - first).total_seconds() / 86400 * RECENT_SHARE
+        start = last - timedelta(days=min(max(days, RECENT_DAYS[0]), RECENT_DAYS[1]))
+        return start, now
+
     async def find_summaries(
-        self, guild_id: int, question: Question, *, now: datetime, zone: str = "UTC", user_id: int | None = None
+        self,
+        guild_id: int,
+        question: Question,
+        *,
+        now: datetime,
+        zone: str = "UTC",
+        user_id: int | None = None,
+        until: datetime | None = None,
     ) -> list[Hit]:
-        """`find`'s summary hits alone (a search begun before the route was known leaves them out)."""
+        """`find`'s summary hits alone (a search begun before the route was known leaves them out); those of days
+        over before `until`, if given."""
         terms = question.terms if self.options.text else []
         if not terms:
             return []
@@ -121,13 +149,18 @@ class Recall:
         tz = ZoneInfo(zone)
         async with self._sessions() as session:
             rows = await _summary_rows(
-                session, guild_id, terms, [user_id, *named], since=None, until=None, now=now, tz=tz
+                session, guild_id, terms, [user_id, *named], since=None, until=until, now=now, tz=tz
             )
         return rank_summaries(guild_id, terms, rows, tz)
 
-    async def snippets(self, guild_id: int, hits: list[Hit], *, here: int | None) -> list[Snippet]:
-        """The best hits with the turns around them, merged where they touch, best first."""
-        return await snippets_of(self._sessions, guild_id, hits, here=here, neighbours=self.options.neighbours)
+    async def snippets(
+        self, guild_id: int, hits: list[Hit], *, here: int | None, until: datetime | None = None
+    ) -> list[Snippet]:
+        """The best hits with the turns around them (written before `until`, if given), merged where they touch,
+        best first."""
+        return await snippets_of(
+            self._sessions, guild_id, hits, here=here, neighbours=self.options.neighbours, until=until
+        )
 
     async def _embed_question(
         self, guild_id: int, question: Question, encoding: asyncio.Event | None = None
@@ -221,15 +254,12 @@ async def _by_words(
         for row in await message_store.search_messages(session, about_them):
             turns.setdefault(row.message_id, row.turn())
     if not search.terms:  # nothing to search for but who and when: their messages in that time
+        since, until = window or (search.since, search.until)
+        if search.until is not None:  # a replayed moment: nothing after it, whatever the question's window
+            until = min(until, search.until) if until is not None else search.until
         for member in members:
             for row in await message_store.recent_messages(
-                session,
-                search.guild_id,
-                user_id=member,
-                here=search.here,
-                limit=MEMBER_POOL,
-                since=window[0] if window else None,
-                until=window[1] if window else None,
+                session, search.guild_id, user_id=member, here=search.here, limit=MEMBER_POOL, since=since, until=until
             ):
                 turns.setdefault(row.message_id, row.turn())
     return turns, summary_rows
@@ -246,14 +276,15 @@ async def _summary_rows(
     now: datetime,
     tz: ZoneInfo,
 ) -> list[SummaryRow]:
-    """Everyone's (or the asker's) and each named member's best daily summaries about the words, each once."""
+    """Everyone's (or the asker's) and each named member's best daily summaries about the words, each once; with
+    `until`, only of days over by then (a day's summary tells its whole day, also what came after `until`)."""
     by_author = await summary_store.search_summaries(
         session,
         guild_id,
         terms,
         authors=list(dict.fromkeys(authors)),
         since=_day(since, tz, date.min),
-        until=_day(until, tz, date.max, after=True),
+        until=_day(until, tz, date.max),
         today=now.astimezone(tz).date(),
         half_life_days=0,
         limit=20,
@@ -270,8 +301,5 @@ def _stop(*tasks: asyncio.Future[Any]) -> None:
             task.exception()
 
 
-def _day(moment: datetime | None, tz: ZoneInfo, default: date, *, after: bool = False) -> date:
-    if moment is None:
-        return default
-    local = moment.astimezone(tz).date()
-    return local + timedelta(days=1) if after else local
+def _day(moment: datetime | None, tz: ZoneInfo, default: date) -> date:
+    return default if moment is None else moment.astimezone(tz).date()

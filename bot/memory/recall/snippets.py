@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
+from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -42,17 +43,23 @@ class Recalled:
 
 
 async def snippets_of(
-    sessions: async_sessionmaker[AsyncSession], guild_id: int, hits: list[Hit], *, here: int | None, neighbours: bool
+    sessions: async_sessionmaker[AsyncSession],
+    guild_id: int,
+    hits: list[Hit],
+    *,
+    here: int | None,
+    neighbours: bool,
+    until: datetime | None = None,
 ) -> list[Snippet]:
-    """The best hits with the turns around them (the messages beside the NEIGHBOURS best with `neighbours`),
-    merged where they touch, best first."""
+    """The best hits with the turns around them (the messages beside the NEIGHBOURS best with `neighbours`,
+    those written before `until` if given), merged where they touch, best first."""
     best = hits[:SNIPPETS]
     if not best:
         return []
     as_turns = [Turn(h.message_id or 0, h.channel_id or 0, h.user_id, h.text, h.at, h.reply_to_id) for h in best]
     beside = NEIGHBOURS if neighbours else 0
     async with sessions() as session:
-        extra = await turn_store.around(session, guild_id, as_turns, here=here, neighbours=beside)
+        extra = await turn_store.around(session, guild_id, as_turns, here=here, neighbours=beside, until=until)
     by_id = {t.message_id: t for t in [*as_turns, *extra]}
     order: dict[int, list[int]] = {}  # each channel's known messages, oldest first
     for message_id in sorted(by_id):
