@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import discord
 from discord.ext import commands
 
-from bot.conversation import Request, address, is_command
+from bot.conversation import Request, address, stored_kind
 from bot.lifecycle import set_or_done, spawn
 from bot.memory.intake.face import Intake
 from bot.memory.recollection import Recollection
@@ -111,8 +111,7 @@ class Listener(commands.Cog):
         # the stored message (the question itself) and encode it beside the reply, on the CPU the reply needs.
         async with self._recollection.under_way() if replying else contextlib.nullcontext():
             if content and (not message.author.bot or self.bot.settings.ingest_other_bots):
-                kind = Kind.COMMAND if text is not None and is_command(text) else Kind.SPEECH
-                await self.intake.message(incoming(message, kind=kind, content=content))
+                await self.intake.message(incoming(message, kind=stored_kind(text), content=content))
             if replying:
                 assert text is not None
                 await self._answer(message, self._request(message, text, replied))

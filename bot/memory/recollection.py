@@ -177,7 +177,7 @@ class Recollection:
         people |= {int(m) for s in snippets for t in s.turns for m in MENTION.findall(t.text)}
         names = await self._names.names(guild_id, people)
         packed = pack(snippets, summaries[:5], names, budget=budget or self._budget, zone=zone)
-        return Recalled(snippets, summaries[:5], packed)
+        return Recalled(snippets, summaries[:5], packed.text, packed.hits(hits))
 
     async def _summaries_for(self, guild_id: int, text: str, *, now: datetime, zone: str) -> list[Hit]:
         question = await read_question(text, now=now, zone=zone, resolve=partial(self._names.resolve_all, guild_id))
