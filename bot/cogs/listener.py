@@ -107,8 +107,8 @@ class Listener(commands.Cog):
         )
         content = speech_of(message)
         replying = text is not None and not message.author.bot
-        # A reply is under way from here, before the message is stored: background embedding would otherwise take
-        # the stored message (the question itself) and encode it beside the reply, on the CPU the reply needs.
+        # A reply is under way from here, before the message is stored: background embedding and the writer's timed
+        # batches let it go first (the question itself is never embedded: it is no evidence, see `stored_kind`).
         async with self._recollection.under_way() if replying else contextlib.nullcontext():
             if content and (not message.author.bot or self.bot.settings.ingest_other_bots):
                 await self.intake.message(incoming(message, kind=stored_kind(text), content=content))
