@@ -157,7 +157,8 @@ class Recollection:
         `relevant_only` (chat): only hits that hold most of the message's words or clearly share its meaning,
         so a chat about nothing in particular costs nothing (its own search is `light`). `found`:
         `search(…, summaries=False)` for this message, under way (its summaries are searched here, if wanted).
-        `asked_in`: the stored message that asks (it matches itself best and answers nothing).
+        `asked_in`: the stored message that asks (it matches itself best and answers nothing; stored as addressed to
+        the bot it is no candidate, but an older version stored questions as speech).
         """
         zone = self._choices.zone(guild_id)
         now = now or self._clock.now()
