@@ -89,9 +89,9 @@ def build(path: Path, count: int) -> Path:
 
 async def import_whole(memory, path: Path, *, include_bots: bool, bot_name: str) -> int:
     """The importer before streaming (bot/importer.py at 50406f0): whole file parsed, validated, then fed."""
-    from bot.conversation import address, is_command
+    from bot.conversation import address, stored_kind
     from bot.exports import Export
-    from bot.memory.types import IncomingMessage, Kind
+    from bot.memory.types import IncomingMessage
 
     export = Export.model_validate(json.loads(path.read_text(encoding="utf-8-sig")))  # noqa: ASYNC240 - as it was
     guild_id, channel = export.guild.id, export.channel
@@ -118,7 +118,7 @@ async def import_whole(memory, path: Path, *, include_bots: bool, bot_name: str)
                 edited_at=m.timestamp_edited,
                 reply_to_id=m.reference.message_id if m.reference and m.reference.type != "Forward" else None,
                 mentioned_user_ids=tuple(x.id for x in m.mentions),
-                kind=Kind.COMMAND if addressed is not None and is_command(addressed) else Kind.SPEECH,
+                kind=stored_kind(addressed),
             ),
             wait=True,
         )

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO, TypeVar
 
 from bot.app import App, open_app
-from bot.conversation import Request, address, is_command
+from bot.conversation import Request, address, stored_kind
 from bot.lifecycle import StoppedError, unless_stopped
 from bot.memory.clock import Clock, FakeClock
 from bot.memory.types import IncomingMessage, Kind
@@ -124,8 +124,7 @@ class Console:
             bot_name=self.settings.bot_name,
             replied_to_bot=replied is not None and replied.author_id == BOT_ID,
         )
-        kind = Kind.COMMAND if addressed is not None and is_command(addressed) else Kind.SPEECH
-        message = self._line(author, self.speaker, content, replied, kind)
+        message = self._line(author, self.speaker, content, replied, stored_kind(addressed))
         await self.app.memory.intake.message(message)
         self.say(f"[{len(self.lines)}] {self.speaker}: {text}")
         if addressed is None:
@@ -140,7 +139,7 @@ class Console:
             message_id=message.message_id,
             bot_user_id=BOT_ID,
         )
-        await self.app.memory.flush()  # a simulation should be deterministic: what was said is stored first
+        await self._settle()
         answer: Answer | None = None
         try:
             # Within REPLY_DEADLINE_SECONDS whatever the model does; a facts change that outlives it is reported
@@ -155,6 +154,15 @@ class Console:
         if answer is not None:
             await self.app.memory.intake.reply(reply, members=answer.members, messages=answer.quoted)
         self.say(f"[{len(self.lines)}] {self.settings.bot_name}: {await self._shown(text)}")
+
+    async def _settle(self) -> None:
+        """A simulation should be deterministic: what was said is stored, and with vectors embedded, before the bot
+        answers (a person typing gives it that time anyway; a pipe does not)."""
+        memory = self.app.memory
+        await memory.flush()
+        if memory.embedding is not None and await memory.recollection.vectors_ready(GUILD):
+            await memory.embedding.idle()
+            await memory.flush()
 
     async def _shown(self, text: str) -> str:
         """The model's words as a member would see them: mentions as names, @everyone and @here inert."""

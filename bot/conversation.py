@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from bot.memory.recall.question import words_of
+from bot.memory.types import Kind
 from bot.text import MENTION
 
 
@@ -119,12 +120,15 @@ def asks(text: str) -> bool:
     return bool(words_of(plain)) and (plain.endswith("?") or bool(_QUESTION.match(plain)))
 
 
-def is_command(text: str) -> bool:
-    """Whether text addressed to the bot is a remember / forget request (known without resolving anyone)."""
-    text = text.strip()
-    if _RECALL_LEAD.match(text):
-        return False
-    return any(p.match(text) for p in (_REMEMBER_THIS, _REMEMBER, _FORGET))
+def stored_kind(addressed: str | None) -> Kind:
+    """How a message is stored, given what `address` found in it (None: not addressed to the bot).
+
+    Whatever is addressed to the bot (a question, a command, chat with it, a bare mention) is the conversation
+    with the bot, not evidence of what people said: it is kept for the channel's window and deleted with its
+    author, but recall, summaries and embeddings never read it. Every front end decides with this, so the
+    Discord listener (and its catch-up), the console and the importer store the same message alike.
+    """
+    return Kind.SPEECH if addressed is None else Kind.ADDRESSED
 
 
 async def fast_route(request: Request, names: NameResolver) -> Decision | None:

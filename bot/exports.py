@@ -60,6 +60,9 @@ class ExportMention(_Model):
     """A mentioned user."""
 
     id: int
+    name: str = ""
+    nickname: str | None = None
+    is_bot: bool = Field(default=False, alias="isBot")
 
 
 class ExportFile(_Model):

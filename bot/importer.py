@@ -18,10 +18,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from cachetools import LRUCache
 from tqdm import tqdm
 
-from bot.conversation import address, is_command
-from bot.exports import DirectMessagesError, ExportHead, ExportMessage, iter_messages, open_export, read_head
+from bot.conversation import address, stored_kind
+from bot.exports import (
+    DirectMessagesError,
+    ExportAuthor,
+    ExportHead,
+    ExportMention,
+    ExportMessage,
+    iter_messages,
+    open_export,
+    read_head,
+)
 from bot.memory.manager import MemoryManager
 from bot.memory.names import unnamed
 from bot.memory.types import IncomingMessage, Kind
@@ -90,10 +100,48 @@ class _Staged:
     notices: int = 0
 
 
-def _row(index: int, m: ExportMessage, text: str, bot_name: str) -> tuple[Any, ...]:
+REMEMBERED_REPLIES = 10_000  # the bot's latest messages a reply may point at: memory stays bounded
+
+
+class _TheBot:
+    """Who Elefant is in an export, learnt as the file is read: an export names no application, so the bot is a
+    bot account called by its name (as an author, or mentioned), and its messages are what a reply to the bot
+    points at."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self.ids: set[int] = set()
+        self._said: LRUCache[int, bool] = LRUCache(REMEMBERED_REPLIES)
+
+    def note(self, m: ExportMessage) -> None:
+        """Learn the bot's id from a message's author and mentions, and remember what the bot said."""
+        users: list[ExportAuthor | ExportMention] = [m.author, *m.mentions]
+        self.ids.update(user.id for user in users if self._is_it(user))
+        if m.author.id in self.ids:
+            self._said[m.id] = True
+
+    def wrote(self, m: ExportMessage) -> bool:
+        """The bot's own message: derived data, which the bot stores itself, with its sources, or not at all."""
+        return m.author.id in self.ids
+
+    def addressed(self, m: ExportMessage) -> str | None:
+        """What the message says to the bot, as the listener reads it (None: not addressed to the bot)."""
+        reference = m.reference
+        replied = reference is not None and reference.type != "Forward" and reference.message_id in self._said
+        for bot_id in sorted(self.ids) or [0]:
+            found = address(m.content, bot_user_id=bot_id, bot_name=self._name, replied_to_bot=replied)
+            if found is not None:
+                return found
+        return None
+
+    def _is_it(self, user: ExportAuthor | ExportMention) -> bool:
+        names = {user.name.casefold(), (user.nickname or "").casefold()}
+        return user.is_bot and self._name.casefold() in names
+
+
+def _row(index: int, m: ExportMessage, text: str, bot: _TheBot) -> tuple[Any, ...]:
     # Plain values only (marshal): times as ISO text keep their offset, and an impossible one stays for
     # ingestion to refuse (a dead letter), as before.
-    addressed = address(m.content, bot_user_id=0, bot_name=bot_name, replied_to_bot=False)
     # A deleted account's placeholder name would make it a member called "Deleted User" (every deleted account
     # alike): it is called what any member without a known name is.
     author = m.author
@@ -109,13 +157,14 @@ def _row(index: int, m: ExportMessage, text: str, bot_name: str) -> tuple[Any, .
         None if m.timestamp_edited is None else m.timestamp_edited.isoformat(),
         m.reference.message_id if m.reference and m.reference.type != "Forward" else None,
         tuple(x.id for x in m.mentions),
-        addressed is not None and is_command(addressed),
+        int(stored_kind(bot.addressed(m))),
     )
 
 
 async def _stage(path: Path, *, include_bots: bool, bot_name: str, progress: bool) -> _Staged:
     """Read and validate every message, keeping the rows to store on disk; nothing is stored yet."""
     staged = _Staged(tempfile.TemporaryFile(prefix="elefant-import-"))  # noqa: SIM115 - closed by import_file
+    bot = _TheBot(bot_name)
     chunk: list[tuple[Any, ...]] = []
     try:
         with (
@@ -130,10 +179,11 @@ async def _stage(path: Path, *, include_bots: bool, bot_name: str, progress: boo
         ):
             for index, m in enumerate(iter_messages(path, source)):
                 staged.total = index + 1
-                if m.author.is_bot and not include_bots:
+                bot.note(m)
+                if m.author.is_bot and (not include_bots or bot.wrote(m)):
                     staged.skipped_bots += 1
                 elif text := m.speech():
-                    chunk.append(_row(index, m, text, bot_name))
+                    chunk.append(_row(index, m, text, bot))
                 else:
                     staged.notices += 1
                 if len(chunk) == STAGED_ROWS:
@@ -247,7 +297,7 @@ async def _store(
 
 def _incoming(head: ExportHead, row: tuple[Any, ...]) -> IncomingMessage:
     """A staged row (`_row`) as the message ingestion takes."""
-    _, message_id, author_id, name, username, text, at, edited, reply, mentions, command = row
+    _, message_id, author_id, name, username, text, at, edited, reply, mentions, kind = row
     return IncomingMessage(
         guild_id=head.guild.id,
         channel_id=head.channel.id,
@@ -260,7 +310,7 @@ def _incoming(head: ExportHead, row: tuple[Any, ...]) -> IncomingMessage:
         edited_at=None if edited is None else datetime.fromisoformat(edited),
         reply_to_id=reply,
         mentioned_user_ids=mentions,
-        kind=Kind.COMMAND if command else Kind.SPEECH,
+        kind=Kind(kind),
     )
 
 

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from bot import past_questions
-from bot.conversation import Decision, Request, Route, asks, fast_route, is_command, third_person
+from bot.conversation import Decision, Request, Route, asks, fast_route, third_person
 from bot.lifecycle import keep, set_or_done
 from bot.llm.budget import Section, assemble
 from bot.memory.manager import MemoryManager
@@ -45,7 +45,7 @@ class Responder:
     ) -> None:
         # Only the faces a reply uses (bot/memory/manager.py hands them out).
         self._facts, self._recollection = memory.facts, memory.recollection
-        self._directory, self._intake = memory.directory, memory.intake
+        self._directory = memory.directory
         self._wait_seconds = memory.settings.memory_wait_seconds
         self._budget = memory.settings.context_token_budget + memory.settings.recall_token_budget
         self._router = router
@@ -65,9 +65,6 @@ class Responder:
         async with self._recollection.under_way():
             await self._recollection.follow_others()
             answer = await self._respond(request, is_admin)
-        routed_by_model = not is_command(request.text)  # the front end stored fast-path commands as such already
-        if answer.route in {Route.REMEMBER, Route.FORGET} and request.message_id is not None and routed_by_model:
-            await self._intake.mark_command(request.message_id)  # a request to the bot is no news for summaries
         return replace(answer, members=answer.members | {request.author_id})
 
     async def _respond(self, request: Request, is_admin: bool) -> Answer:

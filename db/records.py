@@ -26,8 +26,11 @@ AHEAD = timedelta(days=1)  # clocks disagree a little; a message a day ahead of 
 class Kind(IntEnum):
     """What a stored message is, for the readers that must tell them apart."""
 
-    SPEECH = 0  # people talking: everything memory is built from
-    COMMAND = 1  # "remember / forget …" addressed to the bot: kept for the channel, never news in a summary
+    SPEECH = 0  # people talking among themselves: everything memory is built from
+    # Addressed to the bot (a question, a command, chat with it: whatever bot/conversation.py `address` finds):
+    # the conversation with the bot is no evidence of what people said. Kept for the channel's window and for
+    # deletion with its author, never a recall candidate, summary material or "what X said".
+    ADDRESSED = 1
     BOT = 2  # the bot's own reply: derived data, kept with its sources, never summarised or recalled
 
 
@@ -67,7 +70,8 @@ class MessageDelete:
 
 @dataclass(frozen=True, slots=True)
 class MessageKind:
-    """A stored message turned out to be a command to the bot (known only after routing it)."""
+    """A stored message's kind changes (older versions re-kinded a message after routing it: their spill files may
+    still hold one)."""
 
     message_id: int
     kind: Kind

@@ -6,8 +6,9 @@ A reader is always inside one guild, and usually in one channel or thread ("here
 - messages of channels that feed guild-wide memory, and of the channel it is in (`channel`). A channel does
   not feed memory when an admin excluded it, or (mode "auto") when @everyone cannot read it; a thread follows
   its own type (a private thread is private) and inherits its parent channel's scope;
-- never the bot's own replies, which are derived data (`bot`); and summaries are only built from people's
-  speech, not from commands to the bot (`speech`).
+- only people's speech among themselves (`speech`): never the bot's own replies, which are derived data, nor
+  messages addressed to the bot (questions, commands, chat with it), which are the bot's conversation, not
+  evidence of what anyone said. Recall and summaries alike.
 
 Each filter is a named SQL fragment over a table alias, so that queries written as text (full-text search)
 and queries built with SQLAlchemy Core use the very same words; tests remove each one in turn and watch a
@@ -40,11 +41,10 @@ FILTERS: dict[str, str] = {
     "optout": "{t}.user_id NOT IN (" + OPTED_OUT + ")",
     "channel": "({t}.channel_id = :scope_here OR {t}.channel_id NOT IN (" + NOT_SHARED + "))",
     "parent": "({t}.channel_id = :scope_here OR {t}.channel_id NOT IN (" + IN_HIDDEN_PARENT + "))",
-    "bot": f"{{t}}.kind != {int(Kind.BOT)}",
     "speech": f"{{t}}.kind = {int(Kind.SPEECH)}",
 }
 # Which filters each kind of read applies.
-MESSAGES = ("guild", "optout", "channel", "parent", "bot")  # recall, vectors: what a question may find
+MESSAGES = ("guild", "optout", "channel", "parent", "speech")  # recall, vectors, turns: what a question may find
 SUMMARY_INPUT = ("guild", "optout", "channel", "parent", "speech")  # summaries are built from (here: None)
 DERIVED = ("guild", "optout")  # summaries, histories and rollups of members (built from shared speech only)
 GUILD = ("guild",)  # admin views of the whole guild: stats, a member's own export

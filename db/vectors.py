@@ -58,7 +58,8 @@ async def of_guild(
 
 
 async def unembedded(session: AsyncSession, model: str, *, limit: int) -> list[Unembedded]:
-    """People's messages without a vector of `model`, newest first (a fresh install, an import, a new model)."""
+    """People's speech without a vector of `model`, newest first (a fresh install, an import, a new model); what
+    is addressed to the bot, or its reply, is never a candidate and is not embedded."""
     rows = await session.execute(
         select(
             ChatMessage.message_id,
@@ -68,7 +69,7 @@ async def unembedded(session: AsyncSession, model: str, *, limit: int) -> list[U
             ChatMessage.timestamp,
         )
         .outerjoin(MessageVector, (MessageVector.message_id == ChatMessage.message_id) & (MessageVector.model == model))
-        .where(MessageVector.id.is_(None), ChatMessage.kind != int(Kind.BOT))
+        .where(MessageVector.id.is_(None), ChatMessage.kind == int(Kind.SPEECH))
         .order_by(ChatMessage.message_id.desc())
         .limit(limit)
     )
@@ -76,7 +77,8 @@ async def unembedded(session: AsyncSession, model: str, *, limit: int) -> list[U
 
 
 async def unembedded_count(session: AsyncSession, model: str) -> int:
-    """How many stored messages of people have no vector of `model` (one of another model is embedded again)."""
+    """How many stored messages of people's speech have no vector of `model` (one of another model is embedded
+    again)."""
     return int(
         await session.scalar(
             select(func.count())
@@ -84,7 +86,7 @@ async def unembedded_count(session: AsyncSession, model: str) -> int:
             .outerjoin(
                 MessageVector, (MessageVector.message_id == ChatMessage.message_id) & (MessageVector.model == model)
             )
-            .where(MessageVector.id.is_(None), ChatMessage.kind != int(Kind.BOT))
+            .where(MessageVector.id.is_(None), ChatMessage.kind == int(Kind.SPEECH))
         )
         or 0
     )

@@ -8,7 +8,7 @@ Hidden from a reader in the public channel of guild G:
   excludedleak said in a channel an admin excluded
   optoutleak   said by a member who opted out afterwards (without deleting)
   botleak      said by the bot itself (its replies are derived data)
-  commandleak  said to the bot as a command (never news in a summary; a search may still find it)
+  askedleak    said to the bot (a question to it: the bot's conversation is no evidence of what was said)
 Visible: kiwi, said by alice in the public channel.
 """
 
@@ -29,8 +29,7 @@ from tests.factories import ALICE, BOB, GUILD, OTHER_GUILD, message
 NOW = datetime(2026, 11, 20, 18, 0, tzinfo=UTC)
 CAROL = 2**60 + 1003
 PUB, PRIV, PT, PUBT, EX, PUB_H = (2**60 + 200 + i for i in range(6))
-MARKERS = ("guildleak", "privleak", "threadleak", "parentleak", "excludedleak", "optoutleak", "botleak", "commandleak")
-SEARCHABLE = tuple(m for m in MARKERS if m != "commandleak")
+MARKERS = ("guildleak", "privleak", "threadleak", "parentleak", "excludedleak", "optoutleak", "botleak", "askedleak")
 
 
 class SameVector:
@@ -80,7 +79,7 @@ async def build(engine: AsyncEngine, settings: Settings, *, vectors: bool = Fals
             (GUILD, PUBT, ALICE, f"parentleak vault day {back}", Kind.SPEECH),
             (GUILD, EX, ALICE, f"excludedleak vault day {back}", Kind.SPEECH),
             (GUILD, PUB, CAROL, f"optoutleak vault day {back}", Kind.SPEECH),
-            (GUILD, PUB, ALICE, f"Elefant, remember that commandleak vault day {back}", Kind.COMMAND),
+            (GUILD, PUB, ALICE, f"Elefant, what about the askedleak vault day {back}?", Kind.ADDRESSED),
             (OTHER_GUILD, PUB_H, ALICE, f"guildleak vault day {back}", Kind.SPEECH),
             (OTHER_GUILD, PUB_H, BOB, f"guildleak vault too day {back}", Kind.SPEECH),
         ]
@@ -112,16 +111,14 @@ def _fields(m: object) -> dict[str, object]:
 async def probe(memory: MemoryManager) -> Findings:
     """Every read path a reader in G's public channel has, and what each shows."""
     found = Findings()
-    for marker in SEARCHABLE:
+    for marker in MARKERS:
         for hit in await memory.recollection.recall(GUILD, f"{marker} vault", channel_id=PUB, limit=50):
-            # A command to the bot is a message like any other to a search; only summaries must not hold it.
-            text = hit.text.replace("commandleak", "") if hit.kind == "message" else hit.text
-            found.add(f"recall {hit.kind}", text)
+            found.add(f"recall {hit.kind}", hit.text)
     for hit in await memory.recollection.recall(GUILD, "kiwi", channel_id=PUB, limit=50):
         found.visible |= "kiwi" in hit.text
     if memory.vectors is not None:  # meaning-only candidates: the newest messages of the guild
         for hit in await memory.recollection.recall(GUILD, "something unrelated entirely", channel_id=PUB, limit=50):
-            found.add(f"vectors {hit.kind}", hit.text.replace("commandleak", "") if hit.kind == "message" else hit.text)
+            found.add(f"vectors {hit.kind}", hit.text)
     for member in (ALICE, CAROL, BOB):
         found.add("context", await memory.recollection.context(GUILD, member, patient=True) or "")
     found.add("export", await memory.admin.export(GUILD, ALICE))

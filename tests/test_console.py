@@ -20,10 +20,10 @@ Elefant, forget that I like green tea
 """
 
 
-def run(args: list[str], tmp_path: Path, stdin: str) -> subprocess.CompletedProcess[str]:
+def run(args: list[str], tmp_path: Path, stdin: str, *, embedding: str = "none") -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in {"DISCORD_TOKEN", "GEMINI_API_KEY"}}
     env["DATABASE_URL"] = f"sqlite:///{tmp_path}/console.db"
-    env["EMBEDDING_MODEL"] = "none"  # the console, not the model: loading it would only slow these down
+    env["EMBEDDING_MODEL"] = embedding  # "none" unless the test is about the model: loading it slows them down
     return subprocess.run(
         [sys.executable, "-m", "bot", *args],
         input=stdin,
@@ -50,10 +50,42 @@ def test_scripted_console_session_offline(tmp_path):
     # Forgetting reaches what repeated it: the request, the bot's confirmations (and the facts' history).
     forgot = "[8] Elefant: Done, I forgot that. I also removed it from 5 stored messages and summaries that said it."
     assert f"{forgot} What I still know about alice: alice is vegetarian." in lines
-    assert lines[-3] == "Facts: alice is vegetarian."  # /context alice: the facts, then today's summary
-    assert lines[-2] == 'Today: alice wrote 1 message: "Elefant, what do you know about me?"'  # rebuilt without it
+    # /context alice: the facts alone; everything alice said today was said to the bot, which is no news of her day.
+    assert lines[-2] == "alice is vegetarian."
     assert lines[-1].startswith("(messages 3, people with facts 1,") and "offline provider" in lines[-1]
     assert "alice>" not in result.stdout  # no prompt decorations from a pipe
+
+
+KITTEN = """\
+I adopted a kitten named Pixel
+/day +2
+Elefant, what did I say about my new pet?
+Elefant, what did I say about my new pet?
+/as bob
+Elefant, what did alice say about her pet?
+/context alice
+"""
+
+
+def test_the_bots_conversation_is_not_its_evidence(tmp_path):
+    """As a new user tried it (offline, the default local embedder): a question about the past is answered with
+    what was said, at the first asking and the second; no answer cites a question to the bot (the first question
+    used to be the second one's answer), and no summary holds one."""
+    result = run(["console", "--at", "2026-03-02T10:00:00"], tmp_path, KITTEN, embedding="local")
+    assert result.returncode == 0, result.stderr
+    answers: list[list[str]] = []
+    for line in result.stdout.splitlines():
+        if line.startswith("[") and "] Elefant: " in line:
+            answers.append([line])
+        elif line.startswith("• ") and answers:
+            answers[-1].append(line)
+    assert len(answers) == 3, result.stdout
+    for answer in answers:
+        assert answer[0].endswith("Elefant: Here is what I found:"), result.stdout
+        assert "alice: “I adopted a kitten named Pixel”" in answer[1], result.stdout
+        assert not any("what did" in cited for cited in answer[1:]), result.stdout
+    context = [line for line in result.stdout.splitlines() if not line.startswith(("[", "• ", "("))]
+    assert context == ['Last week: On 2026-03-02: alice wrote 1 message: "I adopted a kitten named Pixel"']
 
 
 def test_run_without_a_token_lands_in_the_console(tmp_path):

@@ -22,7 +22,7 @@ from bot.exports import ImportFileError
 from bot.importer import import_file
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
-from bot.memory.types import IncomingMessage
+from bot.memory.types import IncomingMessage, Kind
 from db.models import Base, ChannelPrivacy, ChatMessage, DeadLetter, MemberName
 from fakes import exporter_json as dce
 from fakes.exporter_json import File, Guild, JsonWriter, Msg, Reference, Snapshot, Sticker, User
@@ -47,6 +47,7 @@ ANA = User(2**60 + 8001, "ana.silva", "Ana")
 BOB = User(2**60 + 8002, "bobby", None, discriminator=4821)  # an old-style username#discriminator
 CAROL = User(2**60 + 8003, "carol", "Carol")
 HELPER = User(2**60 + 8009, "helperbot", "Helper", is_bot=True)
+ELEFANT = User(2**60 + 8010, "Elefant", None, is_bot=True)  # the bot itself, as an export shows it
 
 SECRET = "the vault combination is 31-41-59"
 _ids = iter(range(2**60 + 9_000_000, 2**60 + 10_000_000))
@@ -293,6 +294,32 @@ async def test_local_offsets_are_the_same_instants_and_replies_slash_commands_ar
     assert second.reply_to_id == asked.id
     with_bots = await import_file(memory, path, include_bots=True, progress=False)
     assert with_bots.messages == 3  # an app's reply to a slash command is a message when bots are wanted
+
+
+async def test_what_members_said_to_the_bot_is_imported_as_addressed_to_it(memory, tmp_path):
+    """By a mention of the bot's id, in reply to one of its messages, or by its name, as the listener reads them:
+    the conversation with the bot is no evidence of what was said. The bot's own messages are not imported, even
+    with bots wanted: the bot stores its replies itself, with their sources."""
+    kitten = msg(ANA, "I adopted a kitten named Pixel", at=YESTERDAY)
+    mention = msg(ANA, f"<@{ELEFANT.id}> what did I say about my new pet?", mentions=[ELEFANT])
+    answer = msg(ELEFANT, "Here is what I found", type=dce.REPLY, reference=Reference(mention.id, GENERAL.id, GUILD.id))
+    reply = msg(BOB, "and what is her name?", type=dce.REPLY, reference=Reference(answer.id, GENERAL.id, GUILD.id))
+    named = msg(CAROL, "Elefant, what did Ana adopt?")
+    about = msg(BOB, "I bet Elefant remembers the kitten")
+    ping = msg(HELPER, "Pong! 42 ms")
+    [path] = writer(GENERAL).write(tmp_path / "general.json", [kitten, mention, answer, reply, named, about, ping])
+    assert (await import_file(memory, path, include_bots=False, progress=False)).skipped_bots == 2
+    assert (await import_file(memory, path, include_bots=True, progress=False)).skipped_bots == 1
+    async with memory.sessions() as session:
+        stored = dict((await session.execute(select(ChatMessage.message_id, ChatMessage.kind))).all())
+    assert stored == {
+        kitten.id: Kind.SPEECH,
+        mention.id: Kind.ADDRESSED,
+        reply.id: Kind.ADDRESSED,
+        named.id: Kind.ADDRESSED,
+        about.id: Kind.SPEECH,
+        ping.id: Kind.SPEECH,  # another bot, imported as its words when bots are wanted
+    }
 
 
 async def test_partitioned_export_imports_whole_and_once(memory, tmp_path):

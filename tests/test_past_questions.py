@@ -169,6 +169,24 @@ async def test_the_question_itself_is_never_its_own_answer(memory):
     assert str(memory.planted.message_id) in cited[0]
 
 
+async def test_the_offline_answer_lists_what_recall_ranked_first(memory):
+    """A hit packed as the turn beside a better one is cited too, in rank order: the answer used to cite only the
+    best hit of each snippet, so what recall ranked second went unsaid when it sat beside the first."""
+    hike = message("the volcano hike is on saturday", author=BOB, name="Bob", at=T0 - timedelta(days=3))
+    beside = message(
+        "I will bring the volcano map", author=ALICE, name="Ana", at=hike.created_at + timedelta(minutes=1)
+    )
+    for msg in (hike, beside):
+        await memory.intake.message(msg)
+    await memory.flush()
+    responder = Responder(memory, router=None, chatter=memory.turns.chat, policy="anyone")
+    answer = await responder.respond(
+        Request(GUILD, ALICE, "when did Bob mention the volcano hike?", channel_id=CHANNEL)
+    )
+    cited = [line for line in answer.text.splitlines() if line.startswith("• ")]
+    assert [str(hike.message_id) in cited[0], str(beside.message_id) in cited[1]] == [True, True], answer.text
+
+
 async def test_routed_questions_get_the_daily_summaries_and_chat_never_searches_them(memory, monkeypatch):
     """The search begun while the model routes leaves the summaries out: chat has no use for them, and a question
     about the past searches them once routed, after its snippets."""

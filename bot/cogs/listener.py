@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import discord
 from discord.ext import commands
 
-from bot.conversation import Request, address, is_command
+from bot.conversation import Request, address, stored_kind
 from bot.lifecycle import set_or_done, spawn
 from bot.memory.intake.face import Intake
 from bot.memory.recollection import Recollection
@@ -93,8 +93,8 @@ class Listener(commands.Cog):
             return
         text, replied = self._addressed(message)
         replying = text is not None and not message.author.bot
-        # A reply is under way from here, before the message is stored: background embedding would otherwise take
-        # the stored message (the question itself) and encode it beside the reply, on the CPU the reply needs.
+        # A reply is under way from here, before the message is stored: background embedding and the writer's timed
+        # batches let it go first (the question itself is never embedded: it is no evidence, see `stored_kind`).
         async with self._recollection.under_way() if replying else contextlib.nullcontext():
             await self._store(message, text)
             if replying:
@@ -136,8 +136,7 @@ class Listener(commands.Cog):
         content = speech_of(message)
         if not content or (message.author.bot and not self.bot.settings.ingest_other_bots):
             return False
-        kind = Kind.COMMAND if text is not None and is_command(text) else Kind.SPEECH
-        return await self.intake.message(incoming(message, kind=kind, content=content))
+        return await self.intake.message(incoming(message, kind=stored_kind(text), content=content))
 
     def _request(self, message: discord.Message, text: str, replied: discord.Message | None) -> Request:
         assert message.guild is not None and self.bot.user is not None

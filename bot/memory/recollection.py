@@ -159,7 +159,8 @@ class Recollection:
         `relevant_only` (chat): only hits that hold most of the message's words or clearly share its meaning,
         so a chat about nothing in particular costs nothing (its own search is `light`). `found`:
         `search(…, summaries=False)` for this message, under way (its summaries are searched here, if wanted).
-        `asked_in`: the stored message that asks (it matches itself best and answers nothing).
+        `asked_in`: the stored message that asks (it matches itself best and answers nothing; stored as addressed to
+        the bot it is no candidate, but an older version stored questions as speech).
         """
         zone = self._choices.zone(guild_id)
         now = now or self._clock.now()
@@ -179,7 +180,7 @@ class Recollection:
         people |= {int(m) for s in snippets for t in s.turns for m in MENTION.findall(t.text)}
         names = await self._names.names(guild_id, people)
         packed = pack(snippets, summaries[:5], names, budget=budget or self._budget, zone=zone)
-        return Recalled(snippets, summaries[:5], packed)
+        return Recalled(snippets, summaries[:5], packed.text, packed.hits(hits))
 
     async def _summaries_for(self, guild_id: int, text: str, *, now: datetime, zone: str) -> list[Hit]:
         question = await read_question(text, now=now, zone=zone, resolve=partial(self._names.resolve_all, guild_id))

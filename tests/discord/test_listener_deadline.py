@@ -7,7 +7,6 @@ asked for finishes afterwards and arrives as a follow-up reply.
 from __future__ import annotations
 
 import asyncio
-import time
 
 import discord
 import discord.ext.test as dpytest
@@ -19,7 +18,6 @@ from bot.app import open_app
 from bot.cogs import listener
 from bot.discord_bot import ElefantBot
 from bot.llm.local_embedder import DIMENSIONS
-from bot.memory.recall import embedding
 from fakes.gemini_stub import GeminiStub, hang
 from fakes.model_doubles import scripted_model
 from tests.test_reply_deadline import settings_for
@@ -161,44 +159,28 @@ async def test_a_quick_answer_shows_no_typing_and_a_slower_ones_indicator_lands_
     assert events == ["typing", "reply"]
 
 
-async def test_the_message_asking_is_not_embedded_while_its_reply_is_under_way(bot, monkeypatch):
-    """It is stored before the reply begins; background embedding took it at once and encoded it beside the
-    reply, on the CPU the reply needs. The reply is now marked under way before the message is stored."""
+async def test_the_message_asking_is_never_embedded(bot, monkeypatch):
+    """Addressed to the bot, it is the bot's conversation, not evidence of what was said: background embedding
+    never takes it (it used to, beside the reply, on the CPU the reply needs, and made it a recall candidate);
+    what people say to each other it embeds."""
     alice = dpytest.get_config().members[0]
-    memory = bot.memory
-    worker = memory.embedding
+    worker = bot.memory.embedding
     assert worker is not None
-    describe = memory.recollection.describe
-    encoded: list[float] = []  # when the asking message was embedded
-    answered: list[float] = []  # when its answer was ready
+    encoded: list[str] = []
 
-    # When the encoder is called is the point, not its vectors: the model runs at the lowest CPU priority, and
+    # What the encoder is given is the point, not its vectors: the model runs at the lowest CPU priority, and
     # beside two busy processes it did not finish a batch in 30 s.
     async def watching(texts):
-        if any("what do you know" in t for t in texts):
-            encoded.append(time.perf_counter())
+        encoded.extend(texts)
         return np.full((len(texts), DIMENSIONS), DIMENSIONS**-0.5, dtype=np.float32)
 
-    async def slow(*args, **kwargs):  # the reply takes a while: time enough for a batch to start
-        await asyncio.sleep(0.3)
-        try:
-            return await describe(*args, **kwargs)
-        finally:
-            answered.append(time.perf_counter())
-
-    async def typing(channel_id):  # a slow indicator (a rate limit): the message is stored meanwhile
-        await asyncio.sleep(0.2)
-
     monkeypatch.setattr(worker, "_encode", watching)
-    monkeypatch.setattr(embedding, "YIELD_SECONDS", 3600.0)  # only the reply's end lets a batch go, however slow
-    monkeypatch.setattr(memory.recollection, "describe", slow)
-    monkeypatch.setattr(bot.http, "send_typing", typing)
     worker.start()  # what `python -m bot run` starts (this app was opened without its background work)
     try:
         await dpytest.message(f"<@{bot.user.id}> what do you know about me?", member=alice)
         await next_message()
+        await dpytest.message("my kitten is called Pixel", member=alice)
         await asyncio.wait_for(worker.idle(), 30)
     finally:
         await worker.close()
-    assert len(encoded) == 1 and len(answered) == 1
-    assert encoded[0] > answered[0]
+    assert encoded == ["my kitten is called Pixel"]

@@ -180,7 +180,7 @@ async def test_the_bots_own_messages_are_stored_once_as_its_replies(bot):
     reply = dpytest.get_message()
     stored = await rows(bot)
     assert [(text, kind) for _, text, kind in stored] == [
-        (f"{bot.settings.bot_name}, do you remember the kiwi smoothies?", Kind.SPEECH),
+        (f"{bot.settings.bot_name}, do you remember the kiwi smoothies?", Kind.ADDRESSED),
         (reply.content, Kind.BOT),  # by record_reply, with its sources; on_message skipped it
     ]
     # A message of the bot's arriving from the gateway (its own send echoed back) is not ingested as speech.
@@ -215,3 +215,26 @@ async def test_a_message_in_a_channel_discord_py_does_not_know_is_kept_private(b
     assert [text for _, text, _ in await rows(bot)] == [secret, "kiwi in general"]
     seen = await seen_from(bot, general, "vault combination")
     assert "kiwi" in seen and "27-18-28" not in seen
+
+
+async def test_what_is_said_to_the_bot_is_stored_as_addressed_to_it(bot):
+    """By mention, by its name or in reply to it: kept for the channel and for deletion, marked as the bot's
+    conversation (never evidence of what was said); people talking among themselves, naming the bot mid-sentence,
+    is speech."""
+    general = place("general")
+    alice, bob = dpytest.get_config().members
+    await say(general, alice, f"<@{bot.user.id}> what did I say about my new pet?")
+    answer = dpytest.get_message()
+    await say(general, bob, f"{bot.settings.bot_name}, what did alice adopt?")
+    dpytest.get_message()
+    reply = {"type": 0, "message_id": str(answer.id), "channel_id": str(general.id), "guild_id": str(general.guild.id)}
+    await say(general, alice, "and what is her name?", reference=reply)
+    dpytest.get_message()
+    await say(general, bob, f"I bet {bot.settings.bot_name} remembers the kitten")
+    kinds = {text: Kind(kind) for _, text, kind in await rows(bot) if kind != Kind.BOT}
+    assert kinds == {
+        f"<@{bot.user.id}> what did I say about my new pet?": Kind.ADDRESSED,
+        f"{bot.settings.bot_name}, what did alice adopt?": Kind.ADDRESSED,
+        "and what is her name?": Kind.ADDRESSED,
+        f"I bet {bot.settings.bot_name} remembers the kitten": Kind.SPEECH,
+    }

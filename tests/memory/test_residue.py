@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.conversation import Request, is_command
+from bot.conversation import Request
 from bot.llm.client import LLM
 from bot.llm.prompts import load_prompts
 from bot.memory.clock import FakeClock
@@ -64,9 +64,8 @@ class World:
 
     async def ask(self, key: str, text: str, *, author: int = ALICE) -> None:
         """A message addressed to the bot, answered, and the answer stored as the bot's reply with its sources."""
-        kind = Kind.COMMAND if is_command(text) else Kind.SPEECH  # as the front ends store it
         name = "alice" if author == ALICE else "bob"
-        asked = await self.say(key, f"Elefant, {text}", author=author, name=name, kind=kind)
+        asked = await self.say(key, f"Elefant, {text}", author=author, name=name, kind=Kind.ADDRESSED)
         await self.memory.flush()
         answer = await self.responder.respond(
             Request(GUILD, author, text, channel_id=CHANNEL, message_id=asked.message_id, bot_user_id=BOT)

@@ -2,7 +2,7 @@
 
 "Forget that I'm allergic to peanuts" removes the statement from the facts (facts.py) and, here, from what
 memory would otherwise keep repeating: the member's own messages that state it (only the clauses that do:
-the rest of a message stays), commands to the bot and the bot's replies that state it (whole), messages of
+the rest of a message stays), messages addressed to the bot and its replies that state it (whole), messages of
 others about the member, every summary, history or rollup that states it, the facts' revisions, and dead
 letters. The days those messages fed lose their summaries, rebuilt lazily from what remains.
 """

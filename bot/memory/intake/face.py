@@ -1,4 +1,4 @@
-"""Intake: what the listener, the importer and the responder hand to memory — messages, edits, deletes, the
+"""Intake: what the front ends (listener, console, importer) hand to memory — messages, edits, deletes, the
 bot's own replies, members' names and channels' privacy. Nothing here waits on the database (write-behind).
 """
 
@@ -28,7 +28,6 @@ from db.records import (
     Kind,
     MessageDelete,
     MessageEdit,
-    MessageKind,
     RefusedRecordError,
     ReplySource,
     normalised,
@@ -90,7 +89,8 @@ class Intake:
         self._window.add(message)
         if not self._queue.offer(message):  # the common case costs no extra coroutine
             await self._queue.put(message, wait=wait)
-        if embed_now and self._embedding is not None and message.kind != Kind.BOT:
+        # Only speech is ever a recall candidate: a question to the bot, or its reply, is not worth a vector.
+        if embed_now and self._embedding is not None and message.kind == Kind.SPEECH:
             self._embedding.note(
                 message.message_id, message.guild_id, message.content, message.author_id, message.created_at
             )
@@ -115,10 +115,6 @@ class Intake:
         self._window.delete(ids)
         if ids:
             await self._queue.put(normalised(MessageDelete(ids)))
-
-    async def mark_command(self, message_id: int) -> None:
-        """A stored message turned out to be a command to the bot: it is no news for summaries."""
-        await self._queue.put(MessageKind(message_id, Kind.COMMAND))
 
     async def reply(self, reply: IncomingMessage, *, members: Iterable[int], messages: Iterable[int] = ()) -> bool:
         """Store one of the bot's own replies with what it was built from (members' data, quoted messages).

@@ -30,16 +30,28 @@ class Snippet:
 
 @dataclass
 class Recalled:
-    """What recall found for a question: snippets and summaries best first, and the text the model receives."""
+    """What recall found for a question: snippets and summaries best first, the text the model receives, and the
+    hits that text holds."""
 
     snippets: list[Snippet] = field(default_factory=list)
     summaries: list[Hit] = field(default_factory=list)
     text: str = ""
+    hits: list[Hit] = field(default_factory=list)  # for citations: the messages in rank order, then summaries
 
-    @property
-    def hits(self) -> list[Hit]:
-        """The best hits (for citations), best first."""
-        return [s.hit for s in self.snippets] + self.summaries
+
+@dataclass(frozen=True, slots=True)
+class Packed:
+    """What fitted the budget: the text, and the snippets and summaries it holds (in rank order)."""
+
+    text: str
+    snippets: list[Snippet]
+    summaries: list[Hit]
+
+    def hits(self, ranked: list[Hit]) -> list[Hit]:
+        """Of the ranked message hits, those the text holds (in rank order: one merged into a better hit's snippet
+        as its neighbour too), then the summaries it holds."""
+        held = {t.message_id for s in self.snippets for t in s.turns}
+        return [h for h in ranked if h.message_id in held] + self.summaries
 
 
 async def snippets_of(
@@ -99,11 +111,13 @@ def pack(
     *,
     budget: int,
     zone: str,
-) -> str:
+) -> Packed:
     """Snippets (and summaries in their share) as lines, in rank order, within `budget` tokens."""
     tz = ZoneInfo(zone)
     summary_room = int(budget * SUMMARY_SHARE) if summaries else 0
     blocks: list[str] = []
+    kept: list[Snippet] = []
+    kept_summaries: list[Hit] = []
     used = 0
 
     def line(turn: Turn) -> str:
@@ -116,6 +130,7 @@ def pack(
         if used + cost > budget - summary_room:
             continue  # a smaller snippet further down may still fit
         blocks.append(block)
+        kept.append(snippet)
         used += cost
     for hit in summaries:
         block = f"[{hit.at.astimezone(tz):%Y-%m-%d}] summary of {names.get(hit.user_id, 'someone')}'s day: {hit.text}"
@@ -123,5 +138,6 @@ def pack(
         if used + cost > budget:
             continue
         blocks.append(block)
+        kept_summaries.append(hit)
         used += cost
-    return "\n\n".join(blocks)
+    return Packed("\n\n".join(blocks), kept, kept_summaries)
