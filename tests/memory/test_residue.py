@@ -267,9 +267,10 @@ async def test_deletions_are_followed_by_a_rewrite_of_the_sqlite_file(sqlite_tem
     memory = MemoryManager(engine, Settings(_env_file=None, database_url=url, gemini_api_key=None, discord_token=None))  # type: ignore[call-arg]
     await memory.start()
     try:
-        for i in range(400):
+        # Enough that the pages freed outnumber those the statistics taken again after the deletion reuse.
+        for i in range(1000):
             author, name = (ALICE, "alice") if i % 2 else (BOB, "bob")
-            await memory.intake.message(message(f"persimmon {i} " + "words " * 40, author=author, name=name))
+            await memory.intake.message(message(f"persimmon {i} " + "words " * 80, author=author, name=name))
         await memory.flush()
         await memory.admin.forget_member(GUILD, ALICE)
         await memory.flush()
