@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from db.models import MemoryChange
 
 CHANNEL = "elefant_memory"  # PostgreSQL NOTIFY channel
-_PG_LOCK_CLASS = 0x456C  # first key of the two-int advisory lock; the second is the guild
+GUILD_LOCK_CLASS = 0x456C  # first key of the two-int advisory lock; the second is the guild (`guild_lock_key`)
 _PG_LOG_LOCK = 0x456E  # the log's writers, one at a time (db/tombstones.py holds 0x456D)
 
 
@@ -34,12 +34,16 @@ class Change:
     origin: str
 
 
+def guild_lock_key(guild_id: int) -> tuple[int, int]:
+    """A guild's PostgreSQL advisory lock: deletions and derived writes take it alone, ingest batches shared."""
+    return GUILD_LOCK_CLASS, guild_id % (2**31)
+
+
 async def lock_guild(session: AsyncSession, guild_id: int) -> None:
     """Serialise this transaction with every other change or derived write of the guild, in any process."""
     if session.bind.dialect.name == "postgresql":  # type: ignore[union-attr]
-        await session.execute(
-            text("SELECT pg_advisory_xact_lock(:k, :g)"), {"k": _PG_LOCK_CLASS, "g": guild_id % (2**31)}
-        )
+        key, guild = guild_lock_key(guild_id)
+        await session.execute(text("SELECT pg_advisory_xact_lock(:k, :g)"), {"k": key, "g": guild})
     else:  # SQLite has one writer: a write statement takes the database's write lock until commit
         await session.execute(text("UPDATE memory_changes SET id = id WHERE 0"))
 

@@ -162,9 +162,9 @@ class BatchWriter:
                 )
         return [(self._upsert, rows), (self._name, [names[key] for key in sorted(names)])]
 
-    def graves_lookups(self, ops: Sequence[IngestOp | DeadLetter]) -> list[tuple[str, list[Any]]]:
-        """The reads that tell which of `ops` the tombstones bury (none when the batch stores no message)."""
-        guilds, ids = tombstones.asked(ops)
+    def graves_lookups(self, guilds: list[int], ids: list[int]) -> list[tuple[str, list[Any]]]:
+        """The reads that tell which of a batch's messages (`tombstones.asked`) the tombstones bury (none when the
+        batch stores no message)."""
         return tombstones.lookups(self._paramstyle, guilds, ids) if guilds else []
 
 
@@ -181,7 +181,8 @@ class SqliteBatch(BatchWriter):
         new = known = 0
         connection.execute("BEGIN IMMEDIATE")
         try:
-            found = [connection.execute(sql, params).fetchall() for sql, params in self.graves_lookups(ops)]
+            lookups = self.graves_lookups(*tombstones.asked(ops))
+            found = [connection.execute(sql, params).fetchall() for sql, params in lookups]
             if found:
                 ops = tombstones.sift(ops, tombstones.graves_from(*found))
             statements = self.prepare(ops)
@@ -299,11 +300,11 @@ class PostgresBatchWriter(BatchWriter):
 
     async def _sifted(self, raw: Any, ops: Sequence[IngestOp | DeadLetter]) -> Sequence[IngestOp | DeadLetter]:
         """`ops` without what the tombstones bury, read under locks that order this batch with every deletion."""
-        lookups = self.graves_lookups(ops)
+        guilds, ids = tombstones.asked(ops)
+        lookups = self.graves_lookups(guilds, ids)
         deletes = any(isinstance(op, MessageDelete) for op in ops)
         if not lookups and not deletes:
             return ops
-        guilds = tombstones.asked(ops)[0]
         for function, (key, value) in tombstones.writer_locks(guilds, deletes=deletes):
             await raw.execute(f"SELECT {function}($1, $2)", key, value)
         if not lookups:

@@ -18,18 +18,18 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from db.changes import guild_lock_key
+from db.ingest_rows import _parse_time
 from db.models import DeletedMessage, Tombstone
 from db.records import IncomingMessage, Kind, MessageDelete, ReplySource
 from db.upsert import dialect_insert
 
 MEMBER, CHANNEL, BEFORE = "member", "channel", "before"  # a member's target is `member_key`, not their id
-_LOCK_CLASS = 0x456C  # db/changes.py: the guild locks
 _MESSAGE_LOCK = (0x456D, 0)  # Discord deletes against every batch
 
 _LOOKUPS = (
@@ -91,15 +91,18 @@ def asked(ops: Sequence[Any]) -> tuple[list[int], list[int]]:
         elif isinstance(op, ReplySource):
             guilds.add(op.guild_id)
             ids.update(i for i in (op.reply_id, op.message_id) if i is not None)
-    plausible = lambda values: sorted(v for v in values if isinstance(v, int) and 0 < v < 2**63)  # noqa: E731
-    return plausible(guilds), plausible(ids)
+    return _plausible(guilds), _plausible(ids)
+
+
+def _plausible(values: Iterable[Any]) -> list[int]:
+    return sorted(v for v in values if isinstance(v, int) and 0 < v < 2**63)
 
 
 def graves_from(deleted: Iterable[Any], rows: Iterable[Any], optouts: Iterable[Any]) -> Graves:
     """Graves from the three lookups' rows (times as the driver returns them)."""
     return Graves(
         frozenset(int(m) for (m,) in deleted),
-        {(int(g), str(k), int(t)): _aware(before) for g, k, t, before in rows},
+        {(int(g), str(k), int(t)): _parse_time(before) for g, k, t, before in rows},
         frozenset((int(g), int(u)) for g, u in optouts),
     )
 
@@ -148,17 +151,11 @@ def _buried_member(graves: Graves, source: ReplySource, at: datetime | None) -> 
     return at is None or at <= limit
 
 
-def _aware(value: Any) -> datetime:
-    if isinstance(value, datetime):
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-    return datetime.fromisoformat(str(value)).replace(tzinfo=UTC)
-
-
 def writer_locks(guilds: Sequence[int], *, deletes: bool) -> list[tuple[str, tuple[int, int]]]:
     """PostgreSQL advisory locks a batch takes before reading tombstones, in one order for every process."""
     message_lock = "pg_advisory_xact_lock" if deletes else "pg_advisory_xact_lock_shared"
     locks = [(message_lock, _MESSAGE_LOCK)]
-    locks += [("pg_advisory_xact_lock_shared", (_LOCK_CLASS, g % 2**31)) for g in sorted({g % 2**31 for g in guilds})]
+    locks += [("pg_advisory_xact_lock_shared", key) for key in sorted({guild_lock_key(g) for g in guilds})]
     return locks
 
 
@@ -184,11 +181,3 @@ async def bury_messages(session: AsyncSession, message_ids: Iterable[int], *, at
     for start in range(0, len(rows), 500):  # SQLite caps a statement's parameters
         chunk = rows[start : start + 500]
         await session.execute(dialect_insert(session, DeletedMessage).values(chunk).on_conflict_do_nothing())
-
-
-async def graves_of(session: AsyncSession, guild_id: int) -> dict[tuple[str, int], datetime]:
-    """A guild's tombstones by (kind, target) (for tests and stats)."""
-    rows = await session.execute(
-        select(Tombstone.kind, Tombstone.target_id, Tombstone.before).where(Tombstone.guild_id == guild_id)
-    )
-    return {(kind, target): before for kind, target, before in rows}
