@@ -25,8 +25,6 @@ from db.ingest_rows import DeadLetter, Touched
 from db.messages import batch_writer_for
 
 log = logging.getLogger(__name__)
-
-
 FLUSH_YIELD_SECONDS = 0.25  # the longest a batch the flush window let go waits for replies under way
 
 
