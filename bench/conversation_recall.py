@@ -15,6 +15,7 @@ the bot's own path (words only, vectors only, no neighbours, no time handling, n
 
 from __future__ import annotations
 
+import shutil
 import statistics
 import tempfile
 import time
@@ -25,7 +26,9 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from bench import conversation_e2e as end_to_end
 from bench.common import sqlite_engine
+from bench.conversation_e2e import EndToEnd
 from bench.conversation_stories import TYPES
 from bench.conversations import Conversation, generate, write_exports
 from bench.retrieval_study import Config, Corpus, Study, evaluate
@@ -55,6 +58,7 @@ class Measured:
     """What one run measured."""
 
     rows: list[tuple[str, Result]]
+    end_to_end: EndToEnd | None
     latency_ms: list[float]
     embed_seconds: float
     import_seconds: float
@@ -63,12 +67,19 @@ class Measured:
 
 
 async def measure(
-    conv: Conversation, directory: Path, *, budget: int, ablations: bool = True, database: Path | None = None
+    conv: Conversation,
+    directory: Path,
+    *,
+    budget: int,
+    ablations: bool = True,
+    database: Path | None = None,
+    chat: bool = True,
 ) -> Measured:
     """Import, embed, and ask every question the way a member would.
 
     `database`: a SQLite file to build (or, if it holds the guild already, to reuse: development only; the
-    published figures come from a cold run).
+    published figures come from a cold run); once built, a copy of it is used, so the questions and answers the
+    end-to-end part stores do not pile up in it. `chat`: the end-to-end part (bench/conversation_e2e.py) too.
     """
     settings = Settings(
         _env_file=None,
@@ -78,6 +89,9 @@ async def measure(
         recall_token_budget=budget,
     )  # type: ignore[call-arg]
     built = database is not None and database.exists()  # noqa: ASYNC240 - once, before anything runs
+    if built:
+        assert database is not None
+        database = Path(shutil.copy(database, directory / "reused.db"))
     async with sqlite_engine(directory, reuse=database) as engine:
         memory = MemoryManager(engine, settings, llm=model_stack(), clock=FakeClock(conv.now), embedder=LocalEmbedder())
         await memory.start(background=False)
@@ -112,9 +126,12 @@ async def measure(
                     hits[key].append(all(present))
                     found[key] += present
             rows.append((name, {k: (float(np.mean(hits[k])), float(np.mean(found[k]))) for k in hits}))
+        memory.recall.options = Options()
+        # Last: its questions and the bot's answers are stored, as they would be.
+        e2e = await end_to_end.measure(memory, conv) if chat else None
         vectors = memory.embedding.embedded
         await memory.close()
-    return Measured(rows, latency, embedded, imported, conv.message_count, vectors)
+    return Measured(rows, e2e, latency, embedded, imported, conv.message_count, vectors)
 
 
 def _said(conv: Conversation, message_id: int) -> str:
@@ -158,13 +175,36 @@ def table(rows: list[tuple[str, Result]], metric: int) -> str:
     return "\n".join(lines)
 
 
+def end_to_end_report(e2e: EndToEnd, past: Result) -> str:
+    """The end-to-end table (what the model receives on the route the bot took) beside the past-question path."""
+    keys = ("overall", *TYPES, end_to_end.MULTI_PART, end_to_end.TWICE)
+    got = e2e.result()
+    lines = [
+        "\nEnd to end: each question sent as an ordinary message; all evidence in the memory the model receives",
+        "",
+        "| path | " + " | ".join(keys) + " |",
+        "|" + "---|" * (len(keys) + 1),
+    ]
+    for name, result in (("past-question path (recall_memory)", past), ("**end to end (route taken)**", got)):
+        lines.append(f"| {name} | " + " | ".join(f"{result[k][0]:.2f}" if k in result else "–" for k in keys) + " |")
+    routes = ", ".join(f"{route} {share:.0%}" for route, share in e2e.routes().items())
+    tokens = sorted(a.memory_tokens for a in e2e.asked)
+    lines.append(f"\nroutes taken: {routes}; memory received p50 {tokens[len(tokens) // 2]:,} tokens")
+    return "\n".join(lines)
+
+
 async def run(
-    profile: str | int = "small", *, budget: int = 2000, ablations: bool = True, database: Path | None = None
+    profile: str | int = "small",
+    *,
+    budget: int = 2000,
+    ablations: bool = True,
+    database: Path | None = None,
+    chat: bool = True,
 ) -> Measured:
     """The whole benchmark; prints its tables and returns the figures."""
     conv = generate(profile)
     with tempfile.TemporaryDirectory(prefix="elefant-conv-") as tmp:
-        measured = await measure(conv, Path(tmp), budget=budget, ablations=ablations, database=database)
+        measured = await measure(conv, Path(tmp), budget=budget, ablations=ablations, database=database, chat=chat)
     rows = baselines(conv, budget) + measured.rows
     print(
         f"\nRecall benchmark: {conv.message_count:,} messages, {len(conv.questions)} questions, "
@@ -181,6 +221,8 @@ async def run(
         f"p99 {p99:.1f} ms over {len(lat)} questions; import {measured.import_seconds:.1f} s; background "
         f"embedding {measured.embed_seconds:.1f} s for {measured.vectors:,} messages"
     )
+    if measured.end_to_end is not None:
+        print(end_to_end_report(measured.end_to_end, rows[2][1]))
     elefant, bm25_nb = rows[2][1]["overall"][0], rows[1][1]["overall"][0]
     print(
         f"Targets: all-evidence ≥ 0.75 → {elefant:.2f} {'ok' if elefant >= 0.75 else 'MISSED'}; "
