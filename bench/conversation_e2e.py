@@ -48,6 +48,7 @@ class Asked:
     complete: bool
     present: list[bool]
     memory_tokens: int
+    recalled: bool  # whether any recall reached the model (the relevance floor let it through)
 
 
 @dataclass
@@ -155,7 +156,8 @@ class Asker:
         sent = self._recorder.last("chat")
         memory = str(sent.variables.get("memory", "")) if sent is not None else ""
         present = [said[e] in memory for e in question.evidence_ids]
-        return Asked(question, answer.route.value, all(present), present, len(memory) // 4)
+        recalled = "Recalled conversation:" in memory
+        return Asked(question, answer.route.value, all(present), present, len(memory) // 4, recalled)
 
     def _line(self, author: int, text: str, kind: Kind, reply_to: int | None = None) -> IncomingMessage:
         clock = self._memory.clock

@@ -189,7 +189,11 @@ def end_to_end_report(e2e: EndToEnd, past: Result) -> str:
         lines.append(f"| {name} | " + " | ".join(f"{result[k][0]:.2f}" if k in result else "–" for k in keys) + " |")
     routes = ", ".join(f"{route} {share:.0%}" for route, share in e2e.routes().items())
     tokens = sorted(a.memory_tokens for a in e2e.asked)
-    lines.append(f"\nroutes taken: {routes}; memory received p50 {tokens[len(tokens) // 2]:,} tokens")
+    empty = sum(not a.recalled for a in e2e.asked) / len(e2e.asked)
+    lines.append(
+        f"\nroutes taken: {routes}; memory received p50 {tokens[len(tokens) // 2]:,} tokens; "
+        f"no recall (below the relevance floor) for {empty:.0%}"
+    )
     return "\n".join(lines)
 
 

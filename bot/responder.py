@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from bot import past_questions
 from bot.conversation import Decision, Request, Route, asks, fast_route, third_person
@@ -29,6 +29,17 @@ NOT_ABOUT_ME = (
 )
 Router = Callable[[Request], Awaitable[Decision]]
 Chatter = Callable[[Request, str | None], Awaitable[str]]
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """What memory gives a reply: the text the model receives (None: nothing), the recall in it, and whose data
+    and which stored messages that text holds."""
+
+    text: str | None
+    recalled: Recalled
+    members: frozenset[int]
+    quoted: frozenset[int]
 
 
 class Responder:
@@ -69,24 +80,17 @@ class Responder:
 
     async def _respond(self, request: Request, is_admin: bool) -> Answer:
         decision = await fast_route(request, self._directory)
-        question = asks(request.text)
-        if decision is None and self._router is None and question:
+        if decision is None and self._router is None and asks(request.text):
             decision = Decision(Route.RECALL)  # no model to tell: a question goes to what was said
         found: asyncio.Future[Found] | None = None
-        light = not question  # most likely chat, which searches light
         if decision is None and self._router is not None:
-            # Both routes a routed message usually takes (chat, a question) recall from the same search: it
-            # starts now, so a model's routing time hides it; any other route drops it.
+            # Both routes a routed message usually takes (chat, a question) recall the same way, from one search:
+            # it starts now, so a model's routing time hides it; any other route drops it. Summaries are searched
+            # after routing (they only fill what the messages leave of the budget).
             encoding = asyncio.Event()
             found = asyncio.ensure_future(
-                # Without summaries: chat has no use for them, and a question searches them after routing.
                 self._recollection.search(
-                    request.guild_id,
-                    request.text,
-                    channel_id=request.channel_id,
-                    summaries=False,
-                    encoding=encoding,
-                    light=light,
+                    request.guild_id, request.text, channel_id=request.channel_id, summaries=False, encoding=encoding
                 )
             )
             try:
@@ -98,11 +102,7 @@ class Responder:
                 _drop(found)
                 raise
         decision = decision or Decision(Route.CHAT)
-        # A question about the past needs the whole search: one begun light is begun again after routing. (A chat
-        # that read as a question keeps its whole search: only relevant hits of it are told.)
-        if found is not None and (
-            decision.route not in {Route.CHAT, Route.RECALL} or (decision.route is Route.RECALL and light)
-        ):
+        if found is not None and decision.route not in {Route.CHAT, Route.RECALL}:
             _drop(found)
             found = None
         if decision.needs_subject:
@@ -115,20 +115,21 @@ class Responder:
             subject = decision.subject_id
             assert subject is not None
             return Answer(await self._about(request, subject), Route.ABOUT, members=frozenset({subject}))
+        remembered = await self.memory_for(request, found=found)
         if decision.route is Route.RECALL:
-            return await self._recall(request, found)
-        memory, members, quoted = await self._chat_memory(request, found)
-        return Answer(await self._chatter(request, memory), Route.CHAT, members=members, quoted=quoted)
+            return await self._recall(request, remembered)
+        reply = await self._chatter(request, remembered.text)
+        return Answer(reply, Route.CHAT, members=remembered.members, quoted=remembered.quoted)
 
-    async def _chat_memory(
-        self, request: Request, found: asyncio.Future[Found] | None = None
-    ) -> tuple[str | None, frozenset[int], frozenset[int]]:
-        """The author's context, the facts of everyone the message mentions, and what recall finds relevant;
-        with whose data and which messages that is."""
+    async def memory_for(self, request: Request, *, found: asyncio.Future[Found] | None = None) -> Remembered:
+        """What the model receives from memory for a message, whatever the route (routing chooses the form of the
+        answer, never how much is remembered): the author's context, the facts of everyone the message mentions,
+        and recall for the message — one search, one budget, nothing when nothing found clears the relevance
+        floor (a chat about nothing in particular costs nothing); with whose data and which messages that is."""
         parts, members = [], {request.author_id}
-        # Recall runs beside the context build and is an extra: past MEMORY_WAIT_SECONDS (a database that is
-        # locked or gone) the reply goes on without it, as it goes on without a context that is not ready.
-        recalling_task = asyncio.ensure_future(self._relevant_recall(request, found))
+        # Recall runs beside the context build; past MEMORY_WAIT_SECONDS (a database that is locked or gone) the
+        # reply goes on without it, as it goes on without a context that is not ready.
+        recalling_task = asyncio.ensure_future(self._recall_within(request, found))
         try:
             mine = await self._recollection.context(request.guild_id, request.author_id)
         except BaseException:
@@ -146,61 +147,57 @@ class Responder:
                 members.add(user_id)
         recalled = await recalling_task
         quoted: set[int] = set()
-        if recalled is not None and recalled.text:
+        if recalled.text:
             parts.append(f"Recalled conversation:\n{recalled.text}")
-            members |= {t.user_id for s in recalled.snippets for t in s.turns}
+            members |= {t.user_id for s in recalled.snippets for t in s.turns} | {h.user_id for h in recalled.hits}
             quoted |= {t.message_id for s in recalled.snippets for t in s.turns}
-        return "\n".join(parts) or None, frozenset(members), frozenset(quoted)
+        return Remembered("\n".join(parts) or None, recalled, frozenset(members), frozenset(quoted))
 
-    async def _relevant_recall(self, request: Request, found: asyncio.Future[Found] | None) -> Recalled | None:
+    async def _recall_within(self, request: Request, found: asyncio.Future[Found] | None) -> Recalled:
         try:
-            recalling = self._recollect(request, found, relevant_only=True)
+            recalling = self._recollect(request, found, floor=True)
             return await asyncio.wait_for(recalling, self._wait_seconds)
         except TimeoutError:
             log.warning("recall for a message in guild %s took too long; replying without it", request.guild_id)
-            return None
+            return Recalled()
 
-    def _recollect(
-        self, request: Request, found: asyncio.Future[Found] | None, *, relevant_only: bool
-    ) -> Awaitable[Recalled]:
+    def _recollect(self, request: Request, found: asyncio.Future[Found] | None, *, floor: bool) -> Awaitable[Recalled]:
         """Recall for the request's message, finishing `found` (its search begun while routing) if given."""
         return self._recollection.recollect(
             request.guild_id,
             request.text,
             channel_id=request.channel_id,
-            relevant_only=relevant_only,
+            floor=floor,
             found=found,
             asked_in=request.message_id,
         )
 
-    async def recall_memory(
-        self, request: Request, *, found: asyncio.Future[Found] | None = None
-    ) -> tuple[str, Recalled]:
-        """Exactly what the model receives to answer about the past: the asker's facts, then recalled turns."""
-        recalled = await self._recollect(request, found, relevant_only=False)
+    async def recall_memory(self, request: Request) -> tuple[str, Recalled]:
+        """Recall for a message with no relevance floor, after the asker's facts, packed as for a reply (the
+        `recall` command and benchmarks: what a search gives whatever its relevance)."""
+        recalled = await self._recollect(request, None, floor=False)
         known = await self._facts.cached(request.guild_id, request.author_id) or ""
-        budget = self._budget
         memory = assemble(
             [Section("Facts", known, guaranteed=True), Section("Recalled conversation", recalled.text, share=1.0)],
-            budget,
+            self._budget,
         )
         return memory, recalled
 
-    async def _recall(self, request: Request, found: asyncio.Future[Found] | None = None) -> Answer:
-        """Search the past; with a model, answer from what was found; always cite date, author and link."""
+    async def _recall(self, request: Request, remembered: Remembered) -> Answer:
+        """Answer a question about the past from what was found (with a model), always citing date, author and
+        link of what recall ranked first."""
         now = self._directory.now()
-        memory, recalled = await self.recall_memory(request, found=found)
+        recalled = remembered.recalled
         hits = recalled.hits[:CITED]
         if not hits:
             return Answer("I couldn't find anything about that in what I've kept from this server.", Route.RECALL)
         sources = await past_questions.cite(self._directory, hits, now)
-        members = frozenset(t.user_id for s in recalled.snippets for t in s.turns) | {h.user_id for h in hits}
-        quoted = frozenset(t.message_id for s in recalled.snippets for t in s.turns)
+        members, quoted = remembered.members, remembered.quoted
         listed = "\n".join(f"• {line}" for line in sources)
         if self._recall_chatter is None:
             return Answer(f"Here is what I found:\n{listed}", Route.RECALL, members=members, quoted=quoted)
         under_way(found=Answer(listed, Route.RECALL, members=members, quoted=quoted))  # if the model is slow
-        reply = await self._recall_chatter(request, memory)
+        reply = await self._recall_chatter(request, remembered.text)
         text = f"{reply}\n\nSources:\n" + "\n".join(f"• {line}" for line in sources[:3])
         return Answer(text, Route.RECALL, members=members, quoted=quoted)
 

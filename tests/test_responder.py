@@ -201,10 +201,9 @@ async def test_recall_searches_while_the_model_routes_once_and_stops_for_other_r
     assert events == ["search", "routing", "stopped"] and about.route is Route.ABOUT
 
 
-async def test_a_chat_searches_light_and_a_question_that_did_not_read_as_one_is_searched_whole(memory):
-    """The search begun while the model routes is a chat's (light) unless the message reads as a question; a
-    question the model found in a message that did not read as one gets the whole search after routing, and a
-    chat that read as a question keeps the whole search begun for it (one search, relevant hits told)."""
+async def test_every_route_recalls_from_one_whole_search_and_a_remark_about_nothing_gets_none(memory):
+    """One search per reply, begun while the model routes and whole whatever the route (a chat gets what a question
+    gets: issue 30); a remark with nothing in memory to point at gets no recall at all (the relevance floor)."""
     searches: list[bool] = []
     original = memory.recollection.search
 
@@ -218,17 +217,19 @@ async def test_a_chat_searches_light_and_a_question_that_did_not_read_as_one_is_
     memory.recollection.search = search
     r = await _with_bobs_lease(memory, router)
     chat = await r.respond(ask("my lease on the flat ends in june too", channel_id=CHANNEL))
-    assert searches == [True] and "the lease on the flat ends in june" in chat.text
+    assert searches == [False] and "the lease on the flat ends in june" in chat.text
     searches.clear()
     question = await r.respond(ask("remind me what Bob said about the lease on the flat", channel_id=CHANNEL))
-    assert searches == [True, False] and question.route is Route.RECALL and question.quoted
+    assert searches == [False] and question.route is Route.RECALL and question.quoted
     searches.clear()
-    chat = await r.respond(ask("does the lease on the flat end in june?", channel_id=CHANNEL))
+    chat = await r.respond(ask("does the lease on the flat end in june", channel_id=CHANNEL))
     assert searches == [False] and chat.route is Route.CHAT and "the lease on the flat ends in june" in chat.text
     searches.clear()
     offline = Responder(memory, router=None, chatter=lambda request, known: _said(known), policy="anyone")
     await offline.respond(ask("my lease on the flat ends in june too", channel_id=CHANNEL))
-    assert searches == [True]  # no model to route: a chat's own search is light too
+    assert searches == [False]
+    nothing = await r.respond(ask("lol", channel_id=CHANNEL))
+    assert nothing.route is Route.CHAT and "lease" not in nothing.text and not nothing.quoted
 
 
 async def test_the_question_goes_to_the_encoder_before_the_router_builds_its_request(memory, monkeypatch):

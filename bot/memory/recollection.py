@@ -18,9 +18,12 @@ from bot.memory.facts.face import Facts
 from bot.memory.names import NameDirectory
 from bot.memory.recall import Found, Hit, Recall, Recalled, pack
 from bot.memory.recall.embedding import Replies
+from bot.memory.recall.question import asks_after
 from bot.memory.recall.question import read as read_question
 from bot.memory.summaries.context import ContextBuilder
 from bot.text import MENTION
+
+FLOOR_HITS = 10  # a remark's recall is told when one of this many best hits is relevant (see `_worth_telling`)
 
 
 class Recollection:
@@ -150,37 +153,51 @@ class Recollection:
         channel_id: int | None,
         budget: int | None = None,
         now: datetime | None = None,
-        relevant_only: bool = False,
+        floor: bool = False,
         found: Awaitable[Found] | None = None,
         asked_in: int | None = None,
     ) -> Recalled:
-        """What recall gives the model for a message: snippets around the best hits and summaries, packed.
+        """What recall gives the model for a message: snippets around the best hits, then summaries in what they
+        leave of the budget, packed.
 
-        `relevant_only` (chat): only hits that hold most of the message's words or clearly share its meaning,
-        so a chat about nothing in particular costs nothing (its own search is `light`). `found`:
-        `search(…, summaries=False)` for this message, under way (its summaries are searched here, if wanted).
-        `asked_in`: the stored message that asks (it matches itself best and answers nothing; stored as addressed to
-        the bot it is no candidate, but an older version stored questions as speech).
+        `floor` (every reply): nothing unless one of the best FLOOR_HITS clears `Hit.relevant` (most of the
+        message's words, or clearly its meaning), so a chat about nothing in particular costs nothing, while a
+        question in any form gets the whole recall. `found`: `search(…, summaries=False)` for this message, under
+        way (its summaries are searched here). `asked_in`: the stored message that asks (it matches itself best and
+        answers nothing; stored as addressed to the bot it is no candidate, but an older version stored questions
+        as speech).
         """
         zone = self._choices.zone(guild_id)
         now = now or self._clock.now()
-        searched = found or self.search(
-            guild_id, text, channel_id=channel_id, now=now, summaries=not relevant_only, light=relevant_only
-        )
-        hits, summaries = await searched
+        searched = found or self.search(guild_id, text, channel_id=channel_id, now=now, summaries=False)
+        summarising = asyncio.ensure_future(self._summaries_for(guild_id, text, now=now, zone=zone))
+        try:
+            hits, _ = await searched
+        except BaseException:
+            summarising.cancel()
+            raise
         hits = [h for h in hits if asked_in is None or h.message_id != asked_in]
-        if relevant_only:
-            hits = [h for h in hits if h.relevant()]
+        if floor and not await self._worth_telling(guild_id, text, hits, now=now, zone=zone):
+            summarising.cancel()
+            return Recalled()
         snippets = await self._recall.snippets(guild_id, hits, here=channel_id, until=self._until())
-        if found is not None and not relevant_only:  # a question: the summaries its routed search left out
-            summaries = await self._summaries_for(guild_id, text, now=now, zone=zone)
+        summaries = (await summarising)[:5]
         for snippet in snippets:  # the asking message may still come in as a hit's neighbour or reply
             snippet.turns = [t for t in snippet.turns if asked_in is None or t.message_id != asked_in]
         people = {t.user_id for s in snippets for t in s.turns} | {h.user_id for h in summaries}
         people |= {int(m) for s in snippets for t in s.turns for m in MENTION.findall(t.text)}
         names = await self._names.names(guild_id, people)
-        packed = pack(snippets, summaries[:5], names, budget=budget or self._budget, zone=zone)
-        return Recalled(snippets, summaries[:5], packed.text, packed.hits(hits))
+        packed = pack(snippets, summaries, names, budget=budget or self._budget, zone=zone)
+        return Recalled(snippets, summaries, packed.text, packed.hits(hits))
+
+    async def _worth_telling(self, guild_id: int, text: str, hits: list[Hit], *, now: datetime, zone: str) -> bool:
+        """The relevance floor of a reply's recall. Similarity alone cannot be it: "good morning everyone" finds its
+        twins in any guild (cosine 0.8), while a question's answer is mostly a paraphrase of it (cosine 0.3–0.7).
+        So what the message points at decides (a member, a time, a question with words to search for), and a
+        remark of a few words earns recall only by a hit holding most of its words or clearly its meaning."""
+        question = await read_question(text, now=now, zone=zone, resolve=partial(self._names.resolve_all, guild_id))
+        asking = asks_after(question)
+        return asking if asking is not None else any(h.relevant() for h in hits[:FLOOR_HITS])
 
     async def _summaries_for(self, guild_id: int, text: str, *, now: datetime, zone: str) -> list[Hit]:
         question = await read_question(text, now=now, zone=zone, resolve=partial(self._names.resolve_all, guild_id))

@@ -94,6 +94,27 @@ class Question:
     recent: bool = False  # "recently", "lately", "these days" with no explicit time
 
 
+_ASKING = re.compile(
+    r"^(?:who|whom|whose|what|when|where|why|how|which|did|does|do|was|were|is|are|has|have|had|can|could|would|"
+    r"will|remind|tell me|remember|recall)\b",
+    re.I,
+)
+
+
+def asks_after(question: Question) -> bool | None:
+    """Whether a message points at something memory may hold: True for a member or a time it names, or a question
+    or request with words to search ("remind me which book…"); False with nothing to search for ("how are you?",
+    "lol"); None for a remark, which only what it finds can justify (see Recollection.recollect)."""
+    if question.members or question.window is not None or question.recent:
+        return True
+    if not question.terms:
+        return False
+    text = question.text.strip()
+    if text.endswith("?") or _ASKING.match(text):
+        return True
+    return None if len(question.terms) > 1 else False
+
+
 def words_of(text: str, *, drop: set[str] | None = None) -> list[str]:
     """Content words of a text, lowercased, de-duplicated, in order; at most MAX_TERMS."""
     seen: list[str] = []

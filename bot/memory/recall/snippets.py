@@ -17,7 +17,6 @@ from db.search.types import Turn
 
 SNIPPETS = 200  # hits that may become snippets: the budget decides how many do
 NEIGHBOURS = 10  # the best hits also get the message before and after
-SUMMARY_SHARE = 0.2
 
 
 @dataclass
@@ -112,22 +111,19 @@ def pack(
     budget: int,
     zone: str,
 ) -> Packed:
-    """Snippets (and summaries in their share) as lines, in rank order, within `budget` tokens."""
+    """Snippets as scenes in rank order within `budget` tokens, then summaries in what they leave: a summary
+    retells its day's messages, so it adds only where messages are missing (days past retention, little found)
+    and never takes a message's place (stored summaries cost 0.06 of the benchmark's score with a share of their
+    own). A scene shows its date once, and again only where the date changes."""
     tz = ZoneInfo(zone)
-    summary_room = int(budget * SUMMARY_SHARE) if summaries else 0
     blocks: list[str] = []
     kept: list[Snippet] = []
     kept_summaries: list[Hit] = []
     used = 0
-
-    def line(turn: Turn) -> str:
-        body = MENTION.sub(lambda m: "@" + names.get(int(m.group(1)), "someone"), turn.text)
-        return f"[{turn.at.astimezone(tz):%Y-%m-%d}] {names.get(turn.user_id, 'someone')}: {body}"
-
     for snippet in snippets:
-        block = "\n".join(line(t) for t in snippet.turns)
+        block = _scene(snippet.turns, names, tz)
         cost = estimate_tokens(block) + 1
-        if used + cost > budget - summary_room:
+        if used + cost > budget:
             continue  # a smaller snippet further down may still fit
         blocks.append(block)
         kept.append(snippet)
@@ -141,3 +137,15 @@ def pack(
         kept_summaries.append(hit)
         used += cost
     return Packed("\n\n".join(blocks), kept, kept_summaries)
+
+
+def _scene(turns: list[Turn], names: dict[int, str], tz: ZoneInfo) -> str:
+    """'[2026-06-06] Rui: …' then 'Ana: …' for the same day; a turn on another day is dated again."""
+    lines, day = [], ""
+    for turn in turns:
+        body = MENTION.sub(lambda m: "@" + names.get(int(m.group(1)), "someone"), turn.text)
+        said = f"{names.get(turn.user_id, 'someone')}: {body}"
+        today = f"{turn.at.astimezone(tz):%Y-%m-%d}"
+        lines.append(said if today == day else f"[{today}] {said}")
+        day = today
+    return "\n".join(lines)

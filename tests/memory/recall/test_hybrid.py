@@ -380,10 +380,10 @@ def test_a_guilds_ids_authors_and_times_grow_in_place_and_views_taken_before_sta
     assert guild.newest == max(expected)
 
 
-async def test_a_chat_lines_recall_takes_at_most_three_statements(engine, settings, stub, monkeypatch):
-    """Words counted before (a chat's words recur): the full-text search, the rows of the nearest vectors and the
-    turns around the relevant hit — no summaries (chat drops them), no names (from memory), no facts read
-    twice (the context's cache)."""
+async def test_a_chat_lines_recall_takes_at_most_four_statements(engine, settings, stub, monkeypatch):
+    """Words counted before (a chat's words recur): the full-text search, the rows of the nearest vectors, the
+    summaries (beside them: every reply recalls alike) and the turns around the hits — no names (from memory), no
+    facts read twice (the context's cache)."""
     client = stub_client(stub.base_url)
     embedder = GeminiEmbedder(client, "gemini-embedding-001", dimensions=4, timeout_s=5)
     memory = MemoryManager(engine, settings, llm=model_stack(), embedder=embedder)
@@ -433,8 +433,8 @@ async def test_a_chat_lines_recall_takes_at_most_three_statements(engine, settin
             if engine.dialect.name != "sqlite":
                 event.remove(engine.sync_engine, "before_cursor_execute", count)
         assert "the blue kettle is broken" in answer.text  # recall found it and gave it to the model
-        assert len(sent) <= 3, sent
-        assert not any("summar" in statement for statement in sent)
+        assert len(sent) <= 4, "\n".join(sent)
+        assert sum("summar" in statement for statement in sent) <= 1
     finally:
         await memory.close()
         await client.aio.aclose()
