@@ -36,7 +36,7 @@ from bot.responder import Responder
 BOT_ID = 1 << 59
 MULTI_PART = "multi-part"
 TWICE = "asked twice"
-_PREFIX = ("hey elefant, ", "quick q: ", "random q but ", "elefant, ")
+_PREFIX = ("hey elefant, ", "quick q: ", "random q but ", "elefant, ", "@elefant ", "elefant ")
 
 
 @dataclass

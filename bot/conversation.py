@@ -73,6 +73,8 @@ _ABOUT = re.compile(
     r"tell\s+me\s+(?:what\s+you\s+know\s+)?about|who\s+is|who's)\s+(?P<who>.+?)\s*[?.!]*$",
     re.I,
 )
+# "who's Rui's employer?", "tell me about Bob's band": about a thing of someone's, not the person (recall, chat)
+_POSSESSIVE = re.compile(r"\w(?:'s|s')\s+\w", re.I)
 # Questions about the past: "do you remember when…", "when did Bob mention…", "… last month?"
 _RECALL_LEAD = re.compile(
     _LEAD + r"(?:do\s+you\s+remember|remember\s+when|can\s+you\s+find|find|search(?:\s+for)?|"
@@ -136,7 +138,7 @@ async def fast_route(request: Request, names: NameResolver) -> Decision | None:
     text = request.text.strip()
     if match := _REMEMBER_THIS.match(text):
         return await _remember_this(request, match.group("who"), names)
-    if match := _ABOUT.match(text):
+    if (match := _ABOUT.match(text)) and not _POSSESSIVE.search(match.group("who")):
         subject = await _subject_from_name(request, match.group("who"), names)
         return Decision(Route.ABOUT, subject.subject_id, None, subject.candidates, subject.unknown_name)
     searchable = bool(words_of(MENTION.sub(" ", text)))  # "what did I say?" is about the chat at hand

@@ -81,6 +81,13 @@ async def test_phrasings(text, route, subject, fact):
     assert (decision.route, decision.subject_id, decision.fact) == (route, subject, fact)
 
 
+@pytest.mark.parametrize("text", ["who's Bob's employer?", "tell me about Ana's band", "who is bobs' landlord?"])
+async def test_a_question_about_a_thing_of_someones_is_not_about_the_person(text):
+    """ "who's Rui's employer?" asks after the employer (recall), not for everything known about "Rui's employer"."""
+    decision = await fast_route(req(text), NAMES)
+    assert decision is None or decision.route is not Route.ABOUT
+
+
 async def test_remember_this_about_user_uses_the_replied_message():
     request = req(f"remember this about <@{BOB}>", reply_to_author_id=CAROL, reply_to_text="he hates mornings")
     decision = await fast_route(request, NAMES)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
 from datetime import datetime
 from functools import partial
 
@@ -18,8 +19,9 @@ from bot.memory.facts.face import Facts
 from bot.memory.names import NameDirectory
 from bot.memory.recall import Found, Hit, Recall, Recalled, pack
 from bot.memory.recall.embedding import Replies
-from bot.memory.recall.question import asks_after
+from bot.memory.recall.question import Question, asks_after, parts_of
 from bot.memory.recall.question import read as read_question
+from bot.memory.recall.ranking import distinct, interleave
 from bot.memory.summaries.context import ContextBuilder
 from bot.text import MENTION
 
@@ -132,18 +134,31 @@ class Recollection:
         now = now or self._clock.now()
         zone = self._choices.zone(guild_id)
         async with self._replies.under_way():  # background embedding waits meanwhile (a search outside a reply too)
-            question = await read_question(text, now=now, zone=zone, resolve=partial(self._names.resolve_all, guild_id))
-            return await self._recall.find(
-                guild_id,
-                question,
-                now=now,
-                zone=zone,
-                here=channel_id,
-                until=self._until(),
-                summaries=summaries,
-                encoding=encoding,
-                light=light,
-            )
+            asked = await self._questions(guild_id, text, now=now, zone=zone)
+            find = partial(
+                self._recall.find, guild_id, now=now, zone=zone, here=channel_id, until=self._until(),
+                summaries=summaries, light=light,
+            )  # fmt: skip
+            if len(asked) == 1:
+                return await find(asked[0], encoding=encoding)
+            # Several questions in one message: each part searched on its own, taken in turns.
+            async with asyncio.TaskGroup() as group:
+                tasks = [group.create_task(find(q, encoding=encoding if i == 0 else None)) for i, q in enumerate(asked)]
+            return interleave([task.result() for task in tasks])
+
+    async def _questions(self, guild_id: int, text: str, *, now: datetime, zone: str) -> list[Question]:
+        """The message read as a question, or each of its parts if it asks several; a part that names no one is
+        about whom the whole names ("Rui's band, and where was their first gig?")."""
+        resolve = partial(self._names.resolve_all, guild_id)
+        whole = await read_question(text, now=now, zone=zone, resolve=resolve)
+        parts = parts_of(text)
+        if len(parts) == 1:
+            return [whole]
+        asked = []
+        for part in parts:
+            question = await read_question(part, now=now, zone=zone, resolve=resolve)
+            asked.append(question if question.members else replace(question, members=whole.members))
+        return asked
 
     async def recollect(
         self,
@@ -176,7 +191,7 @@ class Recollection:
         except BaseException:
             summarising.cancel()
             raise
-        hits = [h for h in hits if asked_in is None or h.message_id != asked_in]
+        hits = distinct([h for h in hits if asked_in is None or h.message_id != asked_in])
         if floor and not await self._worth_telling(guild_id, text, hits, now=now, zone=zone):
             summarising.cancel()
             return Recalled()

@@ -115,6 +115,22 @@ def asks_after(question: Question) -> bool | None:
     return None if len(question.terms) > 1 else False
 
 
+_QUESTION_WORD = r"(?:who|whom|whose|what|when|where|why|how|which|did|does|do|is|are|was|were|has|have|had|can|could)"
+# Where one question ends and another begins: "…? …", or "…, and where …" / "…; also did …".
+_PARTS = re.compile(rf"\?\s+(?=\S)|\s*[,;]?\s+(?:and|also|plus|&)\s+(?={_QUESTION_WORD}\b)", re.I)
+MAX_PARTS = 3
+
+
+def parts_of(text: str) -> list[str]:
+    """The questions a message asks, when it asks several ("what did Yuki binge last June, and is Rui into
+    climbing?"), else [text]. Every part needs a word to search for (else it is one question: "…, and where is
+    it?")."""
+    pieces = [p.strip() for p in _PARTS.split(text) if p.strip()]
+    if len(pieces) < 2 or not all(words_of(MENTION.sub(" ", p)) for p in pieces):
+        return [text]
+    return pieces[:MAX_PARTS]
+
+
 def words_of(text: str, *, drop: set[str] | None = None) -> list[str]:
     """Content words of a text, lowercased, de-duplicated, in order; at most MAX_TERMS."""
     seen: list[str] = []

@@ -9,9 +9,11 @@ are asked for.
 
 from __future__ import annotations
 
+import itertools
 import math
+import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, time
 from typing import Literal
@@ -28,6 +30,10 @@ WHEN_BONUS = 1.0  # inside the time the question points at
 # weight (37 such questions scored 0.35 when "recently" weighed as much as naming the author).
 RECENT_BONUS = 0.25
 assert RECENT_BONUS < WHO_BONUS
+# A message that asks is seldom what answers: "tattoo regret stories?" is chatter about tattoos, "sat for 3 hours for
+# this moth on my ankle" is the tattoo. Less than a name or a time, so a member's own question still comes first.
+ASKING_PENALTY = 0.2
+_ASKS = re.compile(r"\?[\W_]*$")
 RECENCY = 0.05  # a gentle prior: at most this much, halving every RECALL_HALF_LIFE_DAYS
 COSINE_FLOOR = 0.15  # below this, a vector says nothing about relevance
 RELEVANT_COSINE = 0.5  # at least this, a message clearly shares a chat's meaning (see Hit.relevant)
@@ -124,6 +130,39 @@ class Hit:
 Found = tuple[list[Hit], list[Hit]]  # a search's ranked message hits and summary hits
 
 
+def interleave(founds: list[Found]) -> Found:
+    """The searches of a question asked in parts, taken in turns (each one's best, then each one's second, …),
+    each hit once: every part gets its share of the budget, whichever part's scores run higher."""
+    messages = _in_turns([found[0] for found in founds], lambda h: h.message_id)
+    summaries = _in_turns([found[1] for found in founds], lambda h: (h.user_id, h.at))
+    return messages, summaries
+
+
+def distinct(hits: list[Hit]) -> list[Hit]:
+    """Hits without repeats of what a better hit says in the same words (people say "love that for you" and "tattoo
+    regret stories?" again and again): a repeat adds nothing to what the model receives but takes a place in it."""
+    seen: set[str] = set()
+    kept = []
+    for hit in hits:
+        said = " ".join(WORD.findall(hit.text.casefold()))
+        if said and said in seen:
+            continue
+        seen.add(said)
+        kept.append(hit)
+    return kept
+
+
+def _in_turns(ranked: list[list[Hit]], key: Callable[[Hit], object]) -> list[Hit]:
+    seen: set[object] = set()
+    merged: list[Hit] = []
+    for row in itertools.zip_longest(*ranked):
+        for hit in row:
+            if hit is not None and key(hit) not in seen:
+                seen.add(key(hit))
+                merged.append(hit)
+    return merged
+
+
 def rank_messages(
     guild_id: int,
     terms: Sequence[str],
@@ -161,6 +200,8 @@ def rank_messages(
             score += WHEN_BONUS
         if recent is not None and recent[0] <= turn.at < recent[1]:
             score += RECENT_BONUS
+        if _ASKS.search(turn.text):
+            score -= ASKING_PENALTY
         age = max(0.0, (now - turn.at).total_seconds() / 86400)
         score += RECENCY * math.exp(-rate * age)
         matched = len(doc[1])

@@ -95,7 +95,9 @@ class Recall:
         embedding_task = asyncio.ensure_future(self._embed_question(guild_id, question, encoding))
         floor = RELEVANT_COSINE if light else -1.0
         nearest_task = asyncio.ensure_future(
-            self._nearest(search, embedding_task, list(members), window or recent, floor)
+            self._nearest(
+                search, embedding_task, list(members), window or recent, floor, window_named=window is not None
+            )
         )
         try:
             async with self._sessions() as session:
@@ -191,9 +193,12 @@ class Recall:
         members: list[int],
         window: Window | None,
         floor: float,
+        *,
+        window_named: bool = False,
     ) -> tuple[np.ndarray | None, dict[int, float], list[Turn]]:
         """The question's vector (None: recall goes on words alone), the cosines of its nearest messages — in the
-        whole guild, among each named member's own messages, and within the time the question points at — and
+        whole guild, among each named member's own messages, within the time the question points at, and among
+        a named member's messages of a time it names (`window_named`; "recently" is too gentle a hint) — and
         the rows of those of `floor` or more that the search's reader may see, within its period."""
         query = await embedding
         if query is None or self._index is None:
@@ -206,6 +211,8 @@ class Recall:
             if window is not None:
                 span = (window[0].timestamp(), window[1].timestamp())
                 nearest += await self._index.search(guild_id, query, MEMBER_POOL, window=span)
+                for member in members if window_named else []:  # "what was Melanie playing in December"
+                    nearest += await self._index.search(guild_id, query, MEMBER_POOL, author=member, window=span)
         except NotReady:  # the model is loading (a fresh start): this question goes on words alone
             return None, {}, []
         except Exception:  # the optional half failing leaves the words working

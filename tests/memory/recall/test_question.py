@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.memory.recall.question import read, time_window
+from bot.memory.recall.question import asks_after, parts_of, read, time_window
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
@@ -51,3 +51,40 @@ def test_relative_windows_stay_and_may_alone_is_the_verb():
     assert time_window("may I ask what you said recently?", NOW) is None
     feb = (datetime(2026, 2, 1, tzinfo=UTC), datetime(2026, 3, 1, tzinfo=UTC))
     assert time_window("what happened on February 30?", NOW) == feb  # no such day: the month it names
+
+
+@pytest.mark.parametrize(
+    ("text", "parts"),
+    [
+        (
+            "what series did yuki binge last june, and is rui into climbing?",
+            ["what series did yuki binge last june", "is rui into climbing?"],
+        ),
+        ("Where did Dana go? What book was Eli reading?", ["Where did Dana go", "What book was Eli reading?"]),
+        ("what did Mel build; also where did she buy the wood?", ["what did Mel build", "where did she buy the wood?"]),
+        # one question: the second part has nothing to search for, or "and" joins two people of one question
+        ("when did rui get the keys to the new place, and where is it?", None),
+        ("did bob and carol go to lisbon?", None),
+        ("what did you and Ana decide?", None),
+    ],
+)
+def test_a_message_asking_several_questions_is_read_in_parts(text, parts):
+    assert parts_of(text) == (parts or [text])
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("what did Ana say about the trip?", True),  # a member (no resolver here: the words and the "?")
+        ("any news on the volcano trip?", True),
+        ("remind me which book club pick won", True),
+        ("what did we decide last month", True),  # a time
+        ("how are you today?", False),  # nothing to search for
+        ("lol", False),
+        ("i'm so bored", False),  # one word: a remark too short to earn recall
+        ("the lease on the flat ends in june", True),  # a month
+        ("nice weather for a picnic", None),  # a remark: what it finds decides
+    ],
+)
+async def test_what_a_message_points_at_decides_whether_a_reply_recalls(text, asks):
+    assert asks_after(await ask(text)) is asks
