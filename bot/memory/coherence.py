@@ -68,6 +68,7 @@ class ChangeFeed:
         """Begin after the newest change so far (older ones are in SQL already), and listen."""
         async with self._sessions() as session:
             self._last = await changes.newest(session)
+        self.caught_up_at = time.monotonic()
         if self._engine.dialect.name == "postgresql":
             await self._listen()
         self._task = asyncio.create_task(self._run(), name="elefant-change-feed")

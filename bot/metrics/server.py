@@ -53,7 +53,8 @@ async def serve_metrics(
     web_app = web.Application()
     web_app.router.add_get("/metrics", make_aiohttp_handler(meters.registry))
     web_app.router.add_get("/healthz", healthz)
-    runner = web.AppRunner(web_app, access_log=None)  # a scrape every 15 s is no news for the log
+    # No access log: a scrape every 15 s is no news. A scrape in flight at a stop is not worth waiting for.
+    runner = web.AppRunner(web_app, access_log=None, shutdown_timeout=1.0)
     await runner.setup()
     try:
         await web.TCPSite(runner, settings.metrics_host, settings.metrics_port).start()
