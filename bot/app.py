@@ -16,6 +16,7 @@ from bot.llm import LLM, build_embedder, build_llm
 from bot.llm.types import Provider
 from bot.memory.clock import Clock
 from bot.memory.manager import MemoryManager
+from bot.metrics.server import serve_metrics
 from bot.model_turns import ModelTurns
 from bot.responder import Responder
 from bot.settings import ConfigError, Settings
@@ -135,7 +136,7 @@ async def run_discord(settings: Settings, *, stop: asyncio.Event | None = None) 
         bot = make_bot(memory=app.memory, responder=app.responder, settings=settings)
         retention = spawn(_retention(app.memory), name="retention")
         try:
-            async with bot:
+            async with bot, serve_metrics(settings, app, gateway=bot.connected):
                 runner = asyncio.create_task(bot.start(settings.discord_token.get_secret_value()))
                 stopper = asyncio.create_task(stop.wait())
                 done, _ = await asyncio.wait({runner, stopper}, return_when=asyncio.FIRST_COMPLETED)

@@ -26,6 +26,7 @@ from bot.conversation import Request, address, stored_kind
 from bot.lifecycle import StoppedError, unless_stopped
 from bot.memory.clock import Clock, FakeClock
 from bot.memory.types import IncomingMessage, Kind
+from bot.metrics.server import serve_metrics
 from bot.responder import Answer
 from bot.sending import defuse
 from bot.settings import Settings
@@ -219,7 +220,7 @@ async def run_console(
     clock = FakeClock(start or Clock().now())
     stop = stop or asyncio.Event()
     lines = _Lines(stdin, interactive)
-    async with open_app(settings, clock=clock, background=True) as app:
+    async with open_app(settings, clock=clock, background=True) as app, serve_metrics(settings, app):
         await _continue_clock(app, clock)
         console = Console(app, settings, clock, out)
         for name in ("alice", "bob"):

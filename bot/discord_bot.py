@@ -109,6 +109,16 @@ class _Elefant:
         log.info("synced %d slash commands (%s)", len(synced), self.settings.dev_guild_id or "global")
         return True
 
+    def connected(self) -> bool:
+        """Whether the gateway is connected now (every shard's, when sharded): /healthz says not ready otherwise."""
+        bot: Any = self
+        if bot.is_closed() or not bot.is_ready():
+            return False
+        shards = getattr(bot, "shards", None)  # AutoShardedBot: one connection per shard
+        if shards is not None:
+            return all(not shard.is_closed() for shard in shards.values())
+        return bot.ws is not None and bool(bot.ws.open)
+
     async def on_message(self, message: discord.Message, /) -> None:
         """No prefix commands: the listener Cog handles messages, slash commands handle the rest."""
 

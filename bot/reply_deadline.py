@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -40,6 +41,7 @@ class Answer:
 
 
 LateAnswer = Callable[[Answer], Awaitable[None]]
+ReplyObserver = Callable[[Route, float, bool], None]  # the answer's route, its seconds, whether the deadline passed
 
 
 class ReplyDeadline:
@@ -50,6 +52,11 @@ class ReplyDeadline:
         self._facts, self._directory = facts, directory
         self._reports: dict[tuple[int, int], list[str]] = {}  # late results not yet told
         self._late: set[asyncio.Task[None]] = set()
+        self._observers: list[ReplyObserver] = []
+
+    def observe(self, observer: ReplyObserver) -> None:
+        """Tell `observer` about every answer given: its route, how long it took, and if the deadline passed."""
+        self._observers.append(observer)
 
     @property
     def finishing(self) -> bool:
@@ -70,7 +77,9 @@ class ReplyDeadline:
         change that had begun goes on in the background; when it is done `on_late` gets its answer (Discord
         sends it as a follow-up), or, without `on_late` or if that fails, it opens the member's next reply.
         """
+        started = time.perf_counter()
         progress = _Progress()
+        late = False
         task = asyncio.create_task(self._tracked(request, is_admin, progress), name="elefant-reply")
         try:
             done, _ = await asyncio.wait({task}, timeout=deadline)
@@ -83,6 +92,7 @@ class ReplyDeadline:
         if task in done:
             answer = task.result()
         else:
+            late = True
             if progress.committing is not None:
                 self._finish_late(task, request, on_late)
             else:
@@ -92,6 +102,8 @@ class ReplyDeadline:
                 "reply to message %s passed the %.1f s deadline; answering from memory", request.message_id, deadline
             )
             answer = await self._slow_answer(request, progress)
+        for observer in self._observers:
+            observer(answer.route, time.perf_counter() - started, late)
         told = self._reports.pop((request.guild_id, request.author_id), [])
         return replace(answer, text="\n\n".join([*told, answer.text])) if told else answer
 

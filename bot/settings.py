@@ -92,6 +92,9 @@ class Settings(BaseSettings):
     catchup_hours: float = Field(default=24.0, ge=0, le=24 * 30)
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # /healthz and /metrics (Prometheus) for the bot and the console; None: off. 0 picks a free port (logged).
+    metrics_port: int | None = Field(default=None, ge=0, le=65535)
+    metrics_host: str = "127.0.0.1"
 
     @field_validator("database_url")
     @classmethod

@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
@@ -69,3 +69,9 @@ def create_session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSessi
     """A session factory for units of work (memory has one, the model's usage writer another); objects stay readable
     after commit."""
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+async def ping(engine: AsyncEngine) -> None:
+    """One trivial statement on a connection from the pool: raises when the database does not answer it."""
+    async with engine.connect() as connection:
+        await connection.execute(text("SELECT 1"))

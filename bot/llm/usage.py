@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,6 +38,11 @@ class UsageRecorder:
         self._task: asyncio.Task[None] | None = None
         self._lock: asyncio.Lock | None = None
         self.dropped = 0
+        self._observers: list[Callable[[Mapping[str, Any]], None]] = []
+
+    def observe(self, observer: Callable[[Mapping[str, Any]], None]) -> None:
+        """Also hand every recorded row to `observer` as it is recorded (the Prometheus counters)."""
+        self._observers.append(observer)
 
     def record(
         self,
@@ -53,20 +58,21 @@ class UsageRecorder:
         guild_id: int | None,
     ) -> None:
         """Queue one row; returns at once."""
-        self._pending.append(
-            {
-                "at": self._clock(),
-                "guild_id": guild_id,
-                "operation": operation,
-                "role": role,
-                "provider": provider,
-                "model": model,
-                "tokens_in": tokens_in,
-                "tokens_out": tokens_out,
-                "latency_ms": round(latency_s * 1000),
-                "outcome": outcome,
-            }
-        )
+        row: dict[str, Any] = {
+            "at": self._clock(),
+            "guild_id": guild_id,
+            "operation": operation,
+            "role": role,
+            "provider": provider,
+            "model": model,
+            "tokens_in": tokens_in,
+            "tokens_out": tokens_out,
+            "latency_ms": round(latency_s * 1000),
+            "outcome": outcome,
+        }
+        self._pending.append(row)
+        for observer in self._observers:
+            observer(row)
         if len(self._pending) > MAX_PENDING:
             self.dropped += len(self._pending) - MAX_PENDING
             del self._pending[: len(self._pending) - MAX_PENDING]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
@@ -61,11 +62,13 @@ class ChangeFeed:
         self._raw: Any = None  # the listening driver connection (asyncpg), to tell when it was lost
         self._polling = asyncio.Lock()  # a reply's catch-up and the timed poll must not apply a change twice
         self._listen_failed_at = 0.0
+        self.caught_up_at: float | None = None  # time.monotonic() when the log was last read to its end
 
     async def start(self) -> None:
         """Begin after the newest change so far (older ones are in SQL already), and listen."""
         async with self._sessions() as session:
             self._last = await changes.newest(session)
+        self.caught_up_at = time.monotonic()
         if self._engine.dialect.name == "postgresql":
             await self._listen()
         self._task = asyncio.create_task(self._run(), name="elefant-change-feed")
@@ -105,6 +108,7 @@ class ChangeFeed:
                 self._last = change.id
                 if change.origin != self.origin:
                     await self._on_change(change)
+            self.caught_up_at = time.monotonic()
 
     async def catch_up(self) -> None:
         """Before a reply: apply what other processes committed until now, so it never carries what one of

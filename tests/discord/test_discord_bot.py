@@ -1,7 +1,7 @@
 """Spans bot/discord_bot.py and what it wires (the Cogs, the invite, sync, the stop): Discord as it really behaves.
 
 Minimal intents, no member download, sharding, defer before database work, questions that expire visibly, the
-invite link, sync only when the command tree changed, Windows-safe stop.
+invite link, sync only when the command tree changed, Windows-safe stop, /healthz following the gateway.
 """
 
 from __future__ import annotations
@@ -21,10 +21,12 @@ from discord.ext import commands
 
 import bot.cogs.replies as replies
 from bot import lifecycle
+from bot.app import open_app
 from bot.cli import main
 from bot.discord_bot import ElefantBot, ShardedElefantBot, make_bot
 from bot.memory.clock import Clock
 from bot.memory.manager import MemoryManager
+from bot.metrics.server import serve_metrics
 from bot.responder import Responder
 from bot.settings import ConfigError, Settings, load_settings
 from db.models import ChatMessage
@@ -32,6 +34,7 @@ from fakes.models import model_stack
 from tests.discord.fake_discord import APPLICATION_ID, GOOD_TOKEN, FakeDiscord, point_discord_py_at
 from tests.discord.interactions import Interactions
 from tests.discord.test_commands import count, only, seed
+from tests.metrics.scrape import scrape
 
 
 def plain_settings(**values) -> Settings:
@@ -258,3 +261,41 @@ async def test_shutdown_works_where_the_loop_has_no_signal_handlers(monkeypatch)
     finally:
         restore()
     assert signal.getsignal(signal.SIGTERM) == before
+
+
+async def test_healthz_is_ready_while_the_gateway_is_connected(fake_discord, monkeypatch, tmp_path, settings):
+    """`connected()` as /healthz asks it: not before READY, yes after, not once Discord's side went away."""
+    import discord.gateway
+    import discord.http
+
+    monkeypatch.setattr(discord.http.Route, "BASE", discord.http.Route.BASE)  # restored after the test
+    monkeypatch.setattr(
+        discord.gateway.DiscordWebSocket, "DEFAULT_GATEWAY", discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
+    )
+    point_discord_py_at(fake_discord.url)
+    fake_discord.privileged_intents = True  # the application allows the message-content intent the bot asks for
+    served = settings.model_copy(update={"data_dir": tmp_path / "data", "metrics_port": 0, "embedding_model": None})
+
+    async def health_until(status: int) -> str:
+        while True:  # bounded by the wait_for below
+            code, body = await scrape(server.port, "/healthz")
+            if code == status:
+                return body
+            await asyncio.sleep(0.05)
+
+    async with open_app(served) as app:
+        the_bot = make_bot(memory=app.memory, responder=app.responder, settings=served)
+        async with the_bot, serve_metrics(served, app, gateway=the_bot.connected) as server:
+            assert server is not None
+            assert '"gateway": "disconnected"' in await health_until(503)  # not connected yet
+            running = asyncio.create_task(the_bot.start(GOOD_TOKEN))
+            try:
+                body = await asyncio.wait_for(health_until(200), 30)
+                assert '"gateway": "connected"' in body
+                await fake_discord.stop()  # the gateway's connection is cut; discord.py tries to reconnect
+                body = await asyncio.wait_for(health_until(503), 30)
+                assert '"gateway": "disconnected"' in body and '"storage": "ok"' in body
+            finally:
+                await the_bot.close()
+                running.cancel()
+                await asyncio.gather(running, return_exceptions=True)

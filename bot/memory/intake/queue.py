@@ -81,6 +81,11 @@ class WriteBehindQueue:
         """Operations accepted but not yet handed to the writer (in memory or on disk)."""
         return len(self._items) - self._markers + len(self._overflow)
 
+    @property
+    def on_disk(self) -> int:
+        """Of `pending`, the operations kept in spill files until storage catches up."""
+        return len(self._overflow)
+
     def start(self) -> None:
         """Start the worker task, first in line what earlier processes left in spill files; idempotent."""
         if self._worker is not None:

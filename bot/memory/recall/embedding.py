@@ -133,7 +133,14 @@ class EmbeddingWorker:
         self._looked = 0  # of those, the ones a finished look began after
         self._scanned = -math.inf  # time.monotonic() of the last look
         self._epochs: dict[int, int] = {}  # a guild's count of drops: a batch embedded across one is discarded
+        self._in_hand = 0  # the batch being embedded now
         self.embedded = 0
+
+    @property
+    def backlog(self) -> int:
+        """Messages waiting to be embedded that the worker knows of: those noted and the batch in hand (messages
+        stored without being noted, by another process or an import, count once a scan of the backlog took them)."""
+        return len(self._pending) + self._in_hand
 
     def note(self, message_id: int, guild_id: int, text: str, user_id: int, at: datetime) -> None:
         """A message (or its new text) to embed soon."""
@@ -197,7 +204,11 @@ class EmbeddingWorker:
                         async with asyncio.timeout(max(0.0, self._scanned + RESCAN_SECONDS - time.monotonic())):
                             await self._wake.wait()
                     continue
-                await self._embed(batch, epochs, until)
+                self._in_hand = len(batch)
+                try:
+                    await self._embed(batch, epochs, until)
+                finally:
+                    self._in_hand = 0
             except asyncio.CancelledError:
                 raise
             except Exception:  # the database or the model may be away for a while: the backlog keeps the work

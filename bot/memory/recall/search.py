@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
@@ -63,6 +64,11 @@ class Recall:
         self._index = index
         self._encode = encode_query
         self.options = Options()
+        self._observers: list[Callable[[float], None]] = []
+
+    def observe(self, observer: Callable[[float], None]) -> None:
+        """Tell `observer` how many seconds each search that finished took (`find`, every reply's recall)."""
+        self._observers.append(observer)
 
     async def find(
         self,
@@ -84,6 +90,7 @@ class Recall:
         `encoding` is set once the question has gone to the encoder (or will not). `light` (a chat, which is told
         relevant hits only): of the nearest messages, only those of RELEVANT_COSINE or more are read and ranked
         (an approximation: see docs/architecture.md)."""
+        started = time.perf_counter()
         terms = tuple(question.terms) if self.options.text else ()
         search = Search(guild_id, terms, now, here, POOL, user_id=user_id, since=since, until=until)
         window = question.window if self.options.time else None
@@ -117,7 +124,10 @@ class Recall:
             guild_id, question.terms, list(turns.values()), cosine, now=now, window=window, members=members,
             half_life_days=self.half_life_days, words=self.options.text, counted=counted, recent=recent,
         )  # fmt: skip
-        return hits, rank_summaries(guild_id, terms, summary_rows, tz)
+        found = hits, rank_summaries(guild_id, terms, summary_rows, tz)
+        for observer in self._observers:
+            observer(time.perf_counter() - started)
+        return found
 
     async def _recent_part(self, guild_id: int, now: datetime) -> Window | None:
         """What "recently" means in this guild at `now`: the last RECENT_SHARE of its stored span up to its newest

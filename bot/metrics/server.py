@@ -1,0 +1,72 @@
+"""The small aiohttp app behind METRICS_PORT: /healthz and /metrics, on the bot's own event loop (no thread)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+from prometheus_client.aiohttp import make_aiohttp_handler
+
+from bot.metrics.health import check
+from bot.metrics.meters import Meters
+from bot.settings import ConfigError
+
+if TYPE_CHECKING:
+    from bot.app import App
+    from bot.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsServer:
+    """Where the server listens (METRICS_PORT=0 picks a free port) and the meters it serves."""
+
+    host: str
+    port: int
+    meters: Meters
+
+
+@contextlib.asynccontextmanager
+async def serve_metrics(
+    settings: Settings, app: App, *, gateway: Callable[[], bool] | None = None
+) -> AsyncIterator[MetricsServer | None]:
+    """Serve /healthz and /metrics while the block runs, when METRICS_PORT is set (else yield None).
+
+    `gateway`: whether Discord's gateway is connected now (the bot); None for the console, which has none.
+    A port that cannot be bound ends start-up with one sentence (a ConfigError naming the setting).
+    """
+    if settings.metrics_port is None:
+        yield None
+        return
+    meters = Meters(app, settings)
+    engine = app.memory.engine
+
+    async def healthz(_request: web.Request) -> web.Response:
+        health = await check(engine, gateway)
+        return web.json_response({"ready": health.ready, **health.checks}, status=200 if health.ready else 503)
+
+    web_app = web.Application()
+    web_app.router.add_get("/metrics", make_aiohttp_handler(meters.registry))
+    web_app.router.add_get("/healthz", healthz)
+    # No access log: a scrape every 15 s is no news. A scrape in flight at a stop is not worth waiting for.
+    runner = web.AppRunner(web_app, access_log=None, shutdown_timeout=1.0)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, settings.metrics_host, settings.metrics_port).start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise ConfigError(
+            f"METRICS_PORT {settings.metrics_port} cannot be opened on METRICS_HOST {settings.metrics_host} "
+            f"({(exc.strerror or type(exc).__name__).lower()}); choose a free port, or leave METRICS_PORT empty."
+        ) from None
+    port = int(runner.addresses[0][1])
+    log.info("serving /healthz and /metrics on http://%s:%d", settings.metrics_host, port)
+    try:
+        yield MetricsServer(settings.metrics_host, port, meters)
+    finally:
+        await runner.cleanup()
