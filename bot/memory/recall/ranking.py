@@ -193,15 +193,7 @@ def rank_messages(
     hits = []
     for turn, doc, lex, cos in zip(turns, docs, lexical, cosines, strict=True):
         meaning = max(0.0, cos - COSINE_FLOOR) / max(1e-9, top_cos - COSINE_FLOOR) if top_cos > COSINE_FLOOR else 0
-        score = TEXT_WEIGHT * lex / top_text + VECTOR_WEIGHT * meaning
-        if members and any(_about(turn, member, names) for member, names in members.items()):
-            score += WHO_BONUS
-        if window is not None and window[0] <= turn.at < window[1]:
-            score += WHEN_BONUS
-        if recent is not None and recent[0] <= turn.at < recent[1]:
-            score += RECENT_BONUS
-        if _ASKS.search(turn.text):
-            score -= ASKING_PENALTY
+        score = TEXT_WEIGHT * lex / top_text + VECTOR_WEIGHT * meaning + _priors(turn, members, window, recent)
         age = max(0.0, (now - turn.at).total_seconds() / 86400)
         score += RECENCY * math.exp(-rate * age)
         matched = len(doc[1])
@@ -245,6 +237,25 @@ def rank_summaries(guild_id: int, terms: Sequence[str], rows: list[SummaryRow], 
     ]
     hits.sort(key=lambda h: (-round(h.score, 9), -h.at.timestamp(), h.user_id))
     return hits
+
+
+def _priors(
+    turn: Turn,
+    members: dict[int, set[str]],
+    window: tuple[datetime, datetime] | None,
+    recent: tuple[datetime, datetime] | None,
+) -> float:
+    """What the question's who and when add to a candidate's score, and what its asking takes away."""
+    score = 0.0
+    if members and any(_about(turn, member, names) for member, names in members.items()):
+        score += WHO_BONUS
+    if window is not None and window[0] <= turn.at < window[1]:
+        score += WHEN_BONUS
+    if recent is not None and recent[0] <= turn.at < recent[1]:
+        score += RECENT_BONUS
+    if _ASKS.search(turn.text):
+        score -= ASKING_PENALTY
+    return score
 
 
 def _about(turn: Turn, member: int, names: set[str]) -> bool:
