@@ -49,6 +49,7 @@ class Asked:
     present: list[bool]
     memory_tokens: int
     recalled: bool  # whether any recall reached the model (the relevance floor let it through)
+    memory: str = field(repr=False, default="")  # the memory part of what the model received
 
 
 @dataclass
@@ -157,7 +158,7 @@ class Asker:
         memory = str(sent.variables.get("memory", "")) if sent is not None else ""
         present = [said[e] in memory for e in question.evidence_ids]
         recalled = "Recalled conversation:" in memory
-        return Asked(question, answer.route.value, all(present), present, len(memory) // 4, recalled)
+        return Asked(question, answer.route.value, all(present), present, len(memory) // 4, recalled, memory)
 
     def _line(self, author: int, text: str, kind: Kind, reply_to: int | None = None) -> IncomingMessage:
         clock = self._memory.clock
@@ -169,11 +170,12 @@ class Asker:
         )  # fmt: skip
 
 
-async def measure(memory: MemoryManager, conv: Conversation, *, twice_every: int = 8) -> EndToEnd:
-    """Every question (and the multi-part ones) as an ordinary message; every `twice_every`-th asked again."""
+async def measure(memory: MemoryManager, conv: Conversation, *, twice_every: int = 8, every: int = 1) -> EndToEnd:
+    """Every question (and the multi-part ones) as an ordinary message; every `twice_every`-th asked again.
+    `every`: only every such question (a quick check)."""
     said = {m.message_id: m.text for m in conv.planted}
     asker, result = Asker(memory, conv), EndToEnd()
-    questions = conv.questions + multi_part(conv)
+    questions = (conv.questions + multi_part(conv))[::every]
     for n, question in enumerate(tqdm(questions, desc="end to end", leave=False)):
         result.asked.append(await asker.ask(question, said))
         if n % twice_every == 0 and question.type != MULTI_PART:

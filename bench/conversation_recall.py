@@ -49,6 +49,9 @@ ABLATIONS = {
     "  without neighbours": Options(neighbours=False),
     "  without the time handling": Options(time=False),
     "  without the member preference": Options(who=False),
+    "  without reading questions in parts": Options(parts=False),
+    "  without dropping repeats": Options(repeats=False),
+    "  without ranking questions below answers": Options(asking=False),
 }
 Result = dict[str, tuple[float, float]]
 
@@ -58,7 +61,7 @@ class Measured:
     """What one run measured."""
 
     rows: list[tuple[str, Result]]
-    end_to_end: EndToEnd | None
+    end_to_end: list[tuple[str, EndToEnd]]
     latency_ms: list[float]
     embed_seconds: float
     import_seconds: float
@@ -107,31 +110,39 @@ async def measure(
         await memory.flush()
         embedded = time.perf_counter() - started
         assert await memory.recollection.vectors_ready(conv.guild_id)
-        responder = Responder(memory, router=None, chatter=_unused, policy="anyone")
-        general = conv.channels[0].id
-        rows, latency = [], []
+        rows, latency, e2e = [], [], []
         for name, options in ABLATIONS.items() if ablations else list(ABLATIONS.items())[:1]:
             memory.recall.options = options
-            hits: dict[str, list[bool]] = defaultdict(list)
-            found: dict[str, list[bool]] = defaultdict(list)
-            for question in tqdm(conv.questions, desc=name.strip(), leave=False):
-                text = address(question.text, bot_user_id=0, bot_name="Elefant", replied_to_bot=False) or question.text
-                request = Request(conv.guild_id, question.asker_id, text, channel_id=general)
-                began = time.perf_counter()
-                received, _ = await responder.recall_memory(request)
-                if options == Options():
-                    latency.append((time.perf_counter() - began) * 1000)
-                present = [_said(conv, e) in received for e in question.evidence_ids]
-                for key in (question.type, "overall"):
-                    hits[key].append(all(present))
-                    found[key] += present
-            rows.append((name, {k: (float(np.mean(hits[k])), float(np.mean(found[k]))) for k in hits}))
+            result, took = await _past_path(memory, conv, name)
+            rows.append((name, result))
+            latency = took if options == Options() else latency
+            if chat:  # its questions and the bot's answers are stored, as they would be
+                e2e.append((name, await end_to_end.measure(memory, conv)))
         memory.recall.options = Options()
-        # Last: its questions and the bot's answers are stored, as they would be.
-        e2e = await end_to_end.measure(memory, conv) if chat else None
         vectors = memory.embedding.embedded
         await memory.close()
     return Measured(rows, e2e, latency, embedded, imported, conv.message_count, vectors)
+
+
+async def _past_path(memory: MemoryManager, conv: Conversation, name: str) -> tuple[Result, list[float]]:
+    """Every question through `Responder.recall_memory` (the past-question path, no relevance floor): the share
+    with all evidence and the share of evidence received per type, and each question's milliseconds."""
+    responder = Responder(memory, router=None, chatter=_unused, policy="anyone")
+    general = conv.channels[0].id
+    hits: dict[str, list[bool]] = defaultdict(list)
+    found: dict[str, list[bool]] = defaultdict(list)
+    latency = []
+    for question in tqdm(conv.questions, desc=name.strip(), leave=False):
+        text = address(question.text, bot_user_id=0, bot_name="Elefant", replied_to_bot=False) or question.text
+        request = Request(conv.guild_id, question.asker_id, text, channel_id=general)
+        began = time.perf_counter()
+        received, _ = await responder.recall_memory(request)
+        latency.append((time.perf_counter() - began) * 1000)
+        present = [_said(conv, e) in received for e in question.evidence_ids]
+        for key in (question.type, "overall"):
+            hits[key].append(all(present))
+            found[key] += present
+    return {k: (float(np.mean(hits[k])), float(np.mean(found[k]))) for k in hits}, latency
 
 
 def _said(conv: Conversation, message_id: int) -> str:
@@ -175,21 +186,27 @@ def table(rows: list[tuple[str, Result]], metric: int) -> str:
     return "\n".join(lines)
 
 
-def end_to_end_report(e2e: EndToEnd, past: Result) -> str:
-    """The end-to-end table (what the model receives on the route the bot took) beside the past-question path."""
+def end_to_end_report(e2e: list[tuple[str, EndToEnd]], past: Result) -> str:
+    """The end-to-end table (what the model receives on the route the bot took; a row per ablation) beside the
+    past-question path."""
     keys = ("overall", *TYPES, end_to_end.MULTI_PART, end_to_end.TWICE)
-    got = e2e.result()
     lines = [
         "\nEnd to end: each question sent as an ordinary message; all evidence in the memory the model receives",
         "",
         "| path | " + " | ".join(keys) + " |",
         "|" + "---|" * (len(keys) + 1),
     ]
-    for name, result in (("past-question path (recall_memory)", past), ("**end to end (route taken)**", got)):
+    rows = [("past-question path (recall_memory)", past)]
+    rows += [
+        (f"end to end: {name.strip()}" if i else f"**end to end: {name}**", got.result())
+        for i, (name, got) in enumerate(e2e)
+    ]
+    for name, result in rows:
         lines.append(f"| {name} | " + " | ".join(f"{result[k][0]:.2f}" if k in result else "–" for k in keys) + " |")
-    routes = ", ".join(f"{route} {share:.0%}" for route, share in e2e.routes().items())
-    tokens = sorted(a.memory_tokens for a in e2e.asked)
-    empty = sum(not a.recalled for a in e2e.asked) / len(e2e.asked)
+    full = e2e[0][1]
+    routes = ", ".join(f"{route} {share:.0%}" for route, share in full.routes().items())
+    tokens = sorted(a.memory_tokens for a in full.asked)
+    empty = sum(not a.recalled for a in full.asked) / len(full.asked)
     lines.append(
         f"\nroutes taken: {routes}; memory received p50 {tokens[len(tokens) // 2]:,} tokens; "
         f"no recall (below the relevance floor) for {empty:.0%}"
@@ -225,7 +242,7 @@ async def run(
         f"p99 {p99:.1f} ms over {len(lat)} questions; import {measured.import_seconds:.1f} s; background "
         f"embedding {measured.embed_seconds:.1f} s for {measured.vectors:,} messages"
     )
-    if measured.end_to_end is not None:
+    if measured.end_to_end:
         print(end_to_end_report(measured.end_to_end, rows[2][1]))
     elefant, bm25_nb = rows[2][1]["overall"][0], rows[1][1]["overall"][0]
     print(

@@ -151,7 +151,7 @@ class Recollection:
         about whom the whole names ("Rui's band, and where was their first gig?")."""
         resolve = partial(self._names.resolve_all, guild_id)
         whole = await read_question(text, now=now, zone=zone, resolve=resolve)
-        parts = parts_of(text)
+        parts = parts_of(text) if self._recall.options.parts else [text]
         if len(parts) == 1:
             return [whole]
         asked = []
@@ -191,7 +191,8 @@ class Recollection:
         except BaseException:
             summarising.cancel()
             raise
-        hits = distinct([h for h in hits if asked_in is None or h.message_id != asked_in])
+        hits = [h for h in hits if asked_in is None or h.message_id != asked_in]
+        hits = distinct(hits) if self._recall.options.repeats else hits
         if floor and not await self._worth_telling(guild_id, text, hits, now=now, zone=zone):
             summarising.cancel()
             return Recalled()

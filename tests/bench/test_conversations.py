@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
+from bench import conversation_e2e as end_to_end
+from bench.common import sqlite_engine
 from bench.conversation_guild import NOW, content_words
 from bench.conversation_stories import TYPES
 from bench.conversations import generate, overlap_free, write_exports
 from bot.exports import read_export
+from bot.importer import import_file
+from bot.memory.clock import FakeClock
+from bot.memory.manager import MemoryManager
+from bot.settings import Settings
+from fakes.models import model_stack
 
 
 def test_same_seed_same_guild_and_the_stories_do_not_depend_on_size():
@@ -61,3 +70,30 @@ def test_exports_are_valid_discordchatexporter_json(tmp_path):
         assert export.guild.id == conv.guild_id
         total += len(export.messages)
     assert total == 2_000
+
+
+@pytest.mark.slow
+async def test_end_to_end_questions_reach_the_model_and_never_count_the_bots_own_conversation(tmp_path):
+    """A quick run of the end-to-end benchmark (every 6th question of a 3,000-message guild, words only): questions
+    sent as ordinary messages take the routes people's questions take, the model receives evidence, and what was
+    addressed to the bot (every earlier question, asked once or twice) is never in the recalled part."""
+    conv = generate(3_000, seed=7)
+    settings = Settings(_env_file=None, database_url="sqlite+aiosqlite:///unused", embedding_model="none")  # type: ignore[call-arg]
+    async with sqlite_engine(tmp_path) as engine:
+        memory = MemoryManager(engine, settings, llm=model_stack(), clock=FakeClock(conv.now))
+        await memory.start(background=False)
+        try:
+            for path in write_exports(conv, tmp_path / "exports"):
+                await import_file(memory, path, include_bots=False, progress=False)
+            result = await end_to_end.measure(memory, conv, every=6)
+        finally:
+            await memory.close()
+    routes = result.routes()
+    assert {"chat", "recall"} <= set(routes)
+    figures = result.result()
+    assert {end_to_end.MULTI_PART, end_to_end.TWICE, "overall"} <= set(figures)
+    assert figures["overall"][1] > 0.2  # evidence reaches the model (words only: far from the full figure)
+    asked = {a.question.text for a in result.asked}
+    for a in result.asked:
+        recalled = a.memory.partition("Recalled conversation:")[2]
+        assert not any(text in recalled for text in asked), a.question.text

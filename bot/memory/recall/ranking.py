@@ -176,10 +176,11 @@ def rank_messages(
     words: bool = True,
     counted: dict[int, Counts] | None = None,
     recent: tuple[datetime, datetime] | None = None,
+    asking: bool = True,
 ) -> list[Hit]:
     """Every candidate scored (see the module's docstring), best first; `words`: whether the words count at
     all; `counted`: some texts, already; `recent`: the recent part of the guild's span, for a question that asks
-    about lately."""
+    about lately; `asking`: whether a message that asks is ranked below one that tells."""
     if not turns:
         return []
     stems = {stem(w) for w in terms}
@@ -193,7 +194,7 @@ def rank_messages(
     hits = []
     for turn, doc, lex, cos in zip(turns, docs, lexical, cosines, strict=True):
         meaning = max(0.0, cos - COSINE_FLOOR) / max(1e-9, top_cos - COSINE_FLOOR) if top_cos > COSINE_FLOOR else 0
-        score = TEXT_WEIGHT * lex / top_text + VECTOR_WEIGHT * meaning + _priors(turn, members, window, recent)
+        score = TEXT_WEIGHT * lex / top_text + VECTOR_WEIGHT * meaning + _priors(turn, members, window, recent, asking)
         age = max(0.0, (now - turn.at).total_seconds() / 86400)
         score += RECENCY * math.exp(-rate * age)
         matched = len(doc[1])
@@ -244,6 +245,7 @@ def _priors(
     members: dict[int, set[str]],
     window: tuple[datetime, datetime] | None,
     recent: tuple[datetime, datetime] | None,
+    asking: bool,
 ) -> float:
     """What the question's who and when add to a candidate's score, and what its asking takes away."""
     score = 0.0
@@ -253,7 +255,7 @@ def _priors(
         score += WHEN_BONUS
     if recent is not None and recent[0] <= turn.at < recent[1]:
         score += RECENT_BONUS
-    if _ASKS.search(turn.text):
+    if asking and _ASKS.search(turn.text):
         score -= ASKING_PENALTY
     return score
 

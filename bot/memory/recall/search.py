@@ -46,6 +46,9 @@ class Options:
     neighbours: bool = True
     time: bool = True
     who: bool = True
+    parts: bool = True  # a message asking several questions searched part by part (bot/memory/recollection.py)
+    repeats: bool = True  # repeats of what a better hit says dropped (ranking.distinct)
+    asking: bool = True  # a message that asks ranks below one that tells (ranking.ASKING_PENALTY)
 
 
 class Recall:
@@ -123,6 +126,7 @@ class Recall:
         hits = rank_messages(
             guild_id, question.terms, list(turns.values()), cosine, now=now, window=window, members=members,
             half_life_days=self.half_life_days, words=self.options.text, counted=counted, recent=recent,
+            asking=self.options.asking,
         )  # fmt: skip
         found = hits, rank_summaries(guild_id, terms, summary_rows, tz)
         for observer in self._observers:
