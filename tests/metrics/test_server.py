@@ -60,8 +60,11 @@ async def test_replies_model_calls_and_recall_are_counted(settings):
         await app.responder.respond_within(Request(GUILD, ALICE, "remember that I cycle"), deadline=0.001)
 
         after = samples((await scrape(server.port, "/metrics"))[1])
-    assert value(after, "elefant_reply_seconds_count", route="remember") == 1
-    assert value(after, "elefant_model_calls_total", operation="remember", outcome="ok") == 1
+    # The late reply's route is what was known when the deadline passed: "remember" if routing was done (the change
+    # then finishes in the background, and its model call with it), else the fallback's.
+    replies = [v for (name, _), v in after.items() if name == "elefant_reply_seconds_count"]
+    assert sum(replies) == 2 and value(after, "elefant_reply_seconds_count", route="remember") >= 1
+    assert (value(after, "elefant_model_calls_total", operation="remember", outcome="ok") or 0) >= 1
     assert (value(after, "elefant_model_tokens_total", operation="remember", direction="in") or 0) > 0
     assert value(after, "elefant_recall_seconds_count") == 1
     misses = [v for (name, _), v in after.items() if name == "elefant_reply_deadline_misses_total"]
