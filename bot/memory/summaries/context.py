@@ -87,6 +87,10 @@ class ContextBuilder:
         if self._rollups is not None:
             self._rollups.drop(guild_id)
 
+    def last_good(self, guild_id: int, user_id: int) -> str | None:
+        """The member's last merged context built here (dropped on every change), without any read."""
+        return self._last_good.get((guild_id, user_id))
+
     async def get_memories(
         self, guild_id: int, user_id: int, *, now: datetime | None = None, patient: bool = False
     ) -> str | None:
