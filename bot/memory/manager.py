@@ -60,13 +60,14 @@ class MemoryManager:
         facts_model: FactsModel | None = None,
         clock: Clock | None = None,
         embedder: Embedder | None = None,
+        storage: Fault | None = None,
     ) -> None:
         self.engine = engine
         self.settings = settings
         self.clock = clock or Clock()
         self.sessions = create_session_factory(engine)
         # One fault state for the database, shared by everything that talks to it: one "down" line per outage.
-        self.storage = Fault("storage")
+        self.storage = storage or Fault("storage")
         self.choices = Choices(self.sessions, self.clock, default_zone=settings.default_timezone)
         self.names = NameDirectory(self.sessions)
         self.channels = ChannelScopes(self.sessions, self.clock)
