@@ -33,9 +33,7 @@ def describe(cause: BaseException | str) -> str:
     """A failure as a person reads it: its type and the first line of its message, never a statement's parameters."""
     if isinstance(cause, str):
         return cause[:CAUSE_CHARS]
-    # SQLAlchemy's own message carries the SQL and its parameters (what members wrote): the driver's error does not.
-    inner = getattr(cause, "orig", None)
-    shown = inner if isinstance(inner, BaseException) else cause
+    shown = _driver_error(cause)
     text = str(shown).strip().splitlines()[0] if str(shown).strip() else ""
     name = type(shown).__name__
     return f"{name}: {text}"[:CAUSE_CHARS] if text else name
@@ -52,8 +50,17 @@ def cause_kind(cause: BaseException | str) -> str:
     """What makes a cause new: its type (the driver's, under SQLAlchemy's wrapper)."""
     if isinstance(cause, str):
         return cause.split(":", 1)[0]
-    inner = getattr(cause, "orig", None)
-    return type(inner if isinstance(inner, BaseException) else cause).__name__
+    return type(_driver_error(cause)).__name__
+
+
+def _driver_error(exc: BaseException) -> BaseException:
+    """The driver's own error under SQLAlchemy's wrappers: SQLAlchemy's message carries the SQL and its parameters
+    (what members wrote), and its asyncpg adapter names every error plain "Error"."""
+    inner = getattr(exc, "orig", None)
+    shown = inner if isinstance(inner, BaseException) else exc
+    while type(shown).__module__.startswith("sqlalchemy") and isinstance(shown.__cause__, BaseException):
+        shown = shown.__cause__
+    return shown
 
 
 @dataclass
@@ -67,6 +74,7 @@ class _Episode:
     sources: dict[str, int] = field(default_factory=dict)  # who failed, how often
     holding: set[str] = field(default_factory=set)  # sources still failing that keep it down
     served: dict[str, int] = field(default_factory=dict)  # what was done without the component meanwhile
+    replayed: dict[str, str] = field(default_factory=dict)  # per source: what it replays now it works again
 
 
 class Fault:
@@ -143,6 +151,8 @@ class Fault:
         if episode is None:  # the hot path: one attribute read
             return
         episode.holding.discard(source)
+        if replayed:  # said with "back", which may wait for another source
+            episode.replayed[source] = replayed
         if episode.holding:
             return
         self._episode = None
@@ -155,19 +165,21 @@ class Fault:
             f"{episode.failures:,}",
             f": {after}" if after else "",
             _served(episode.served),
-            f"; {replayed}" if replayed else "",
+            "".join(f"; {said}" for said in episode.replayed.values()),
         )
 
     def _say_down(self, cause: BaseException | str, source: str) -> None:
         kind = cause_kind(cause)
         first = cause if isinstance(cause, BaseException) and kind not in self._seen else None
         self._seen.add(kind)
+        held = {what: count for what, count in self._held().items() if count}
         self._log.warning(
-            "%s %s%s: %s",
+            "%s %s%s: %s%s",
             self.component,
             self._down_word,
             f" ({source})" if source else "",
             describe(cause),
+            f"; {_counts(held)}" if held else "",  # a write stuck behind a lock: how much waits behind it
             exc_info=first,
         )
 

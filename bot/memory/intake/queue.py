@@ -224,7 +224,7 @@ class WriteBehindQueue:
         if self._overflow:  # the queue filled up again meanwhile: the episode goes on
             return
         if self._overflowing and not self._give_up.is_set():
-            log.info("storage caught up: the %d operations kept on disk meanwhile are stored", self._overflowing)
+            log.info("storage caught up: the %s operations kept on disk meanwhile are stored", f"{self._overflowing:,}")
         self._overflowing = 0
 
     def _open_space(self) -> None:
