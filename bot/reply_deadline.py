@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 SLOW = "The model is slow right now"
 AWAY = "I can't reach my memory store right now"
+NOTHING_DONE = "so I can't look anything up or change what I know"
 SOURCE = "reply"
 FALLBACK_READ_SECONDS = 0.5  # the slow answer's own reads (facts are cached) may not hold the reply either
 
@@ -129,7 +130,8 @@ class ReplyDeadline:
         known = self._in_mind(request)
         if not known:
             self._storage.served("replies with nothing in mind")
-            return Answer(f"{AWAY}, and I have nothing about you in mind; ask me again in a minute.", Route.CHAT)
+            text = f"{AWAY}, {NOTHING_DONE}, and I have nothing about you in mind."
+            return Answer(f"{text} Ask me again in a minute.", Route.CHAT)
         self._storage.served("replies from caches")
         try:
             async with asyncio.timeout(FALLBACK_READ_SECONDS):  # names are in memory; a miss may read storage
@@ -137,7 +139,8 @@ class ReplyDeadline:
         except Exception as exc:
             if not storage_trouble(exc):
                 raise
-        text = f"{AWAY}, so this is what I still have in mind about you: {known}"
+        # Whatever was asked (a change too): nothing was looked up or changed, and what is in mind is said as such.
+        text = f"{AWAY}, {NOTHING_DONE}. What I still have in mind about you: {known}"
         return Answer(text, Route.CHAT, members=frozenset({request.author_id}))
 
     async def _tracked(self, request: Request, is_admin: bool, progress: _Progress) -> Answer:

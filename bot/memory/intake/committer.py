@@ -83,7 +83,7 @@ class BatchCommitter:
             if not self._give_up.is_set():
                 self.fault.failed(exc, source=SOURCE)
             return False
-        if self.fault.down:
+        if self.fault.down and batch:  # an empty batch may not have touched storage at all
             self.fault.ok(SOURCE, replayed=f"writing the {len(batch) + self._held():,} operations held meanwhile")
         self.stats.batches += bool(batch)
         if touched and self._on_written is not None:
