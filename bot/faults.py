@@ -24,8 +24,11 @@ from dataclasses import dataclass, field
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
+from db.ingest_rows import is_refusal
+
 log = logging.getLogger(__name__)
 REMIND_SECONDS = 60.0
+DRIVERS = ("asyncpg", "aiosqlite", "sqlite3", "pysqlite3", "sqlalchemy")
 CAUSE_CHARS = 200
 
 
@@ -43,7 +46,23 @@ def storage_trouble(exc: BaseException) -> bool:
     """Whether `exc` says the database is away or stuck (not that it refused one thing): a storage fault."""
     if isinstance(exc, DBAPIError):
         return not isinstance(exc, (IntegrityError, DataError))
-    return isinstance(exc, (PoolTimeoutError, OSError, ConnectionError, TimeoutError))
+    if isinstance(exc, PoolTimeoutError):
+        return True
+    # The drivers raise some errors unwrapped (asyncpg's refused connect is a plain ConnectionRefusedError); the
+    # model's transport raises the same classes, so where it was raised decides, not what it is.
+    if is_refusal(exc) or not isinstance(exc, Exception):
+        return False
+    driver = type(exc).__module__.startswith(DRIVERS)
+    return driver or (isinstance(exc, OSError | TimeoutError) and _raised_in_driver(exc))
+
+
+def _raised_in_driver(exc: BaseException) -> bool:
+    tb = exc.__traceback__
+    while tb is not None:
+        if str(tb.tb_frame.f_globals.get("__name__", "")).startswith(DRIVERS):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def cause_kind(cause: BaseException | str) -> str:

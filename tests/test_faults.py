@@ -3,8 +3,11 @@ once per new kind of cause."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import socket
 
+import asyncpg
 import pytest
 from sqlalchemy.exc import IntegrityError, OperationalError
 
@@ -110,6 +113,18 @@ def test_a_cause_is_its_type_and_first_line_never_the_statement_or_its_parameter
     exc = refused("could not connect\nDETAIL: more")
     assert describe(exc) == "OSError: could not connect"
     assert "what a member wrote" not in describe(exc) and "INSERT" not in describe(exc)
-    assert storage_trouble(exc) and storage_trouble(ConnectionRefusedError())
+    assert storage_trouble(exc)
     assert not storage_trouble(IntegrityError("INSERT", {}, ValueError("duplicate")))  # a row refused, not storage
     assert not storage_trouble(ValueError("a bug"))
+
+
+async def test_a_refused_connection_is_storage_trouble_when_the_driver_raised_it_not_the_model():
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(OSError) as driver:  # asyncpg raises it unwrapped
+        await asyncpg.connect(host="127.0.0.1", port=port, user="postgres", timeout=5)
+    assert storage_trouble(driver.value)
+    with pytest.raises(OSError) as transport:  # the model's HTTP connection: the same class, not storage
+        await asyncio.open_connection("127.0.0.1", port)
+    assert not storage_trouble(transport.value) and not storage_trouble(TimeoutError("the model timed out"))
