@@ -189,7 +189,8 @@ class Fault:
 
     def _say_down(self, cause: BaseException | str, source: str) -> None:
         kind = cause_kind(cause)
-        first = cause if isinstance(cause, BaseException) and kind not in self._seen else None
+        # The driver's error, not SQLAlchemy's wrapper: its message and traceback carry no statement parameters.
+        first = _driver_error(cause) if isinstance(cause, BaseException) and kind not in self._seen else None
         self._seen.add(kind)
         held = {what: count for what, count in self._held().items() if count}
         self._log.warning(
