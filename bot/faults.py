@@ -108,12 +108,14 @@ class Fault:
         remind_seconds: float = REMIND_SECONDS,
         down_word: str = "down",
         back_word: str = "back",
+        still_word: str | None = None,
     ) -> None:
         self.component = component
         self._log = logger or log
         self._clock = clock
         self._remind = remind_seconds
         self._down_word, self._back_word = down_word, back_word
+        self._still_word = still_word or f"still {down_word}"
         self._episode: _Episode | None = None
         self._seen: set[str] = set()  # cause kinds whose traceback was shown once
         self._holds: dict[str, Callable[[], int]] = {}
@@ -144,9 +146,9 @@ class Fault:
         elif now - episode.reminded >= self._remind:
             episode.reminded = now
             self._log.warning(
-                "%s still %s for %.0f s: %s%s (last: %s)",
+                "%s %s for %.0f s: %s%s (last: %s)",
                 self.component,
-                self._down_word,
+                self._still_word,
                 now - episode.since,
                 _counts(self._held(), {"failed attempts": episode.failures + 1}),
                 _served(episode.served),

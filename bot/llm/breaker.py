@@ -45,7 +45,12 @@ class CircuitBreaker:
         self._probing = False
         self.last_cause = ""  # the newest failure, as a person would read it
         self._fault = Fault(
-            name, logger=log, clock=clock, down_word="circuit breaker open", back_word="circuit breaker closed"
+            name,
+            logger=log,
+            clock=clock,
+            down_word="circuit breaker open",
+            back_word="circuit breaker closed",
+            still_word="circuit breaker still open",
         )
 
     @property
