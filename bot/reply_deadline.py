@@ -63,6 +63,7 @@ class ReplyDeadline:
         self._facts, self._directory = facts, directory
         self._recollection = recollection  # what is still in mind without the database (a storage outage)
         self._storage = storage or Fault("storage")
+        self._lateness = Fault("replies", logger=log, down_word="late", back_word="in time again")
         self._reports: dict[tuple[int, int], list[str]] = {}  # late results not yet told
         self._late: set[asyncio.Task[None]] = set()
 
@@ -97,15 +98,17 @@ class ReplyDeadline:
             raise
         if task in done:
             answer = await self._result(task, request)
+            self._lateness.ok(SOURCE)
         else:
             if progress.committing is not None:
                 self._finish_late(task, request, on_late)
             else:
                 task.cancel()  # nothing must finish: free the model's slots for answers still wanted
                 keep(task, name="cancelled reply")
-            log.info(
-                "reply to message %s passed the %.1f s deadline; answering from memory", request.message_id, deadline
-            )
+            # One line when replies start passing the deadline, at most one a minute while they do, one when they
+            # are in time again: in a burst against a slow model a line per reply was the flood.
+            log.debug("reply to message %s passed the %.1f s deadline", request.message_id, deadline)
+            self._lateness.failed(f"the {deadline:.1f} s deadline passed; answering from memory", source=SOURCE)
             answer = await self._slow_answer(request, progress)
         told = self._reports.pop((request.guild_id, request.author_id), [])
         return replace(answer, text="\n\n".join([*told, answer.text])) if told else answer

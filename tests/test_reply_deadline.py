@@ -89,7 +89,7 @@ def closed_port() -> int:
 
 
 @pytest.mark.parametrize("fault", ["hanging", "429", "500", "refused"])
-async def test_every_reply_comes_within_the_deadline_and_carries_the_facts(sqlite_url, stub, fault):
+async def test_every_reply_comes_within_the_deadline_and_carries_the_facts(sqlite_url, stub, fault, caplog):
     await seed(sqlite_url, stub)
     base_url = stub.base_url
     if fault == "hanging":
@@ -112,6 +112,9 @@ async def test_every_reply_comes_within_the_deadline_and_carries_the_facts(sqlit
                     assert "trip to Lisbon" in answer.text  # what was found, even without the model
         finally:
             await app.responder.drain(0)  # the shipped 30 s time-outs would hold the test; cut them short
+    if fault == "hanging":  # every reply passed the deadline: one line says so, not one per reply
+        late = [r.getMessage() for r in caplog.records if r.getMessage().startswith("replies late")]
+        assert late == ["replies late (reply): the 1.0 s deadline passed; answering from memory"], late
 
 
 async def test_a_facts_change_outliving_the_deadline_finishes_and_is_reported(sqlite_url, stub):
