@@ -69,7 +69,8 @@ async def _opened(
         llm = build_llm(settings, sessions=create_session_factory(engine), offline=offline)
         try:  # the model's HTTP session is open from here
             embedder = build_embedder(settings, llm, required=background)
-            memory = MemoryManager(engine, settings, llm=llm, clock=clock, embedder=embedder)
+            storage = llm.usage.storage if llm.usage is not None else None  # one storage fault for both
+            memory = MemoryManager(engine, settings, llm=llm, clock=clock, embedder=embedder, storage=storage)
             await memory.start(background=background, schedule=background)
             if background:
                 # What start-up loaded (modules, the model's vocabulary, discord.py) lives as long as the process;

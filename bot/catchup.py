@@ -22,6 +22,7 @@ from typing import Any
 
 import discord
 
+from bot.faults import describe, storage_trouble
 from bot.lifecycle import spawn
 from bot.memory.intake.face import Intake
 
@@ -70,7 +71,12 @@ class CatchUp:
                 try:
                     await self.guild(guild)
                 except Exception as exc:  # noqa: BLE001 - storage away at READY: the next guild (and READY) go on
-                    log.warning("catching up on guild %s failed: %r", guild.id, exc)
+                    if storage_trouble(exc):  # every other guild would fail alike: one line, not one per guild
+                        log.warning(
+                            "catching up stopped: storage is away (%s); the next connect reads back", describe(exc)
+                        )
+                        return
+                    log.warning("catching up on guild %s failed: %s", guild.id, describe(exc))
             if not self._again:
                 return
 
@@ -89,7 +95,7 @@ class CatchUp:
             # outage as the database driver's, a payload discord.py cannot parse as its own; none may cost the rest.
             except Exception as exc:  # noqa: BLE001 - logged in one line, the channel skipped (no deletions)
                 failed += 1
-                log.warning("catching up on channel %s of guild %s failed: %r", channel.id, guild.id, exc)
+                log.warning("catching up on channel %s of guild %s failed: %s", channel.id, guild.id, describe(exc))
                 continue
             read, deleted = read + got, deleted + gone
         log.info(

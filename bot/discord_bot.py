@@ -18,6 +18,7 @@ import discord
 from discord.ext import commands
 
 from bot.catchup import CatchUp
+from bot.faults import Fault
 from bot.memory.manager import MemoryManager
 from bot.responder import Responder
 from bot.settings import Settings
@@ -53,6 +54,8 @@ class _Elefant:
         self.responder = responder
         self.settings = settings
         self._sync_commands = sync_commands
+        # discord.py reconnects by itself and dispatches "disconnect" at every failed attempt: one line per state.
+        self.gateway = Fault("Discord", logger=log, down_word="disconnected", back_word="connected again")
 
     async def setup_hook(self) -> None:
         """Load the Cogs; sync slash commands if the tree changed since the last sync."""
@@ -125,12 +128,20 @@ class _Elefant:
     async def on_ready(self) -> None:
         """Log who we are once connected, and read back what was said while we were away."""
         bot: Any = self
-        log.info("connected as %s (%s) to %d guilds", bot.user, getattr(bot.user, "id", "?"), len(bot.guilds))
+        if self.gateway.down:
+            self.gateway.ok(replayed="new session; reading back what was said meanwhile")
+        else:
+            log.info("connected as %s (%s) to %d guilds", bot.user, getattr(bot.user, "id", "?"), len(bot.guilds))
         self.catch_up.request()
 
     async def on_resumed(self) -> None:
         """A resumed session replays missed events, but not past a gap Discord would not resume: read back."""
+        self.gateway.ok(replayed="session resumed; reading back what was said meanwhile")
         self.catch_up.request()
+
+    async def on_disconnect(self) -> None:
+        """The gateway connection closed; discord.py reconnects by itself (and calls this at each failed try)."""
+        self.gateway.failed("the gateway connection closed; reconnecting")
 
     async def close(self) -> None:
         """Stop reading history back (what it stored is stored), then disconnect."""

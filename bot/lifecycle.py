@@ -9,6 +9,8 @@ import signal
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
+from bot.faults import storage_trouble
+
 log = logging.getLogger(__name__)
 _background: dict[asyncio.Future[Any], str] = {}
 T = TypeVar("T")
@@ -137,8 +139,11 @@ def _under_way() -> list[tuple[asyncio.Future[Any], str]]:
 
 def _finished(future: asyncio.Future[Any], name: str) -> None:
     _background.pop(future, None)
-    if not future.cancelled() and future.exception() is not None:
-        log.error("background work %s failed", name, exc_info=future.exception())
+    if not future.cancelled() and (exc := future.exception()) is not None:
+        if storage_trouble(exc):  # the storage fault (bot/faults.py) says once that the database is away
+            log.debug("background work %s failed", name, exc_info=exc)
+        else:
+            log.error("background work %s failed", name, exc_info=exc)
 
 
 class Debounced:

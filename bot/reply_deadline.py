@@ -16,16 +16,21 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from bot.conversation import Decision, Request, Route
+from bot.faults import Fault, storage_trouble
 from bot.lifecycle import keep, spawn
 
 if TYPE_CHECKING:
     from bot.memory.directory import Directory
     from bot.memory.facts.face import Facts
     from bot.memory.facts.store import FactChange
+    from bot.memory.recollection import Recollection
 
 log = logging.getLogger(__name__)
 
 SLOW = "The model is slow right now"
+AWAY = "I can't reach my memory store right now"
+NOTHING_DONE = "so I can't look anything up or change what I know"
+SOURCE = "reply"
 FALLBACK_READ_SECONDS = 0.5  # the slow answer's own reads (facts are cached) may not hold the reply either
 
 
@@ -47,9 +52,20 @@ ReplyObserver = Callable[[Route, float, bool], None]  # the answer's route, its 
 class ReplyDeadline:
     """Answers within a deadline; lets a facts change that outlives it finish, and reports it."""
 
-    def __init__(self, respond: Callable[..., Awaitable[Answer]], facts: Facts, directory: Directory) -> None:
+    def __init__(
+        self,
+        respond: Callable[..., Awaitable[Answer]],
+        facts: Facts,
+        directory: Directory,
+        *,
+        recollection: Recollection | None = None,
+        storage: Fault | None = None,
+    ) -> None:
         self._respond = respond  # Responder.respond
         self._facts, self._directory = facts, directory
+        self._recollection = recollection  # what is still in mind without the database (a storage outage)
+        self._storage = storage or Fault("storage")
+        self._lateness = Fault("replies", logger=log, down_word="late", back_word="in time again")
         self._reports: dict[tuple[int, int], list[str]] = {}  # late results not yet told
         self._late: set[asyncio.Task[None]] = set()
         self._observers: list[ReplyObserver] = []
@@ -90,7 +106,8 @@ class ReplyDeadline:
                 self._finish_late(task, request, None)
             raise
         if task in done:
-            answer = task.result()
+            answer = await self._result(task, request)
+            self._lateness.ok(SOURCE)
         else:
             late = True
             if progress.committing is not None:
@@ -98,14 +115,48 @@ class ReplyDeadline:
             else:
                 task.cancel()  # nothing must finish: free the model's slots for answers still wanted
                 keep(task, name="cancelled reply")
-            log.info(
-                "reply to message %s passed the %.1f s deadline; answering from memory", request.message_id, deadline
-            )
+            # One line when replies start passing the deadline, at most one a minute while they do, one when they
+            # are in time again: in a burst against a slow model a line per reply was the flood.
+            log.debug("reply to message %s passed the %.1f s deadline", request.message_id, deadline)
+            self._lateness.failed(f"the {deadline:.1f} s deadline passed; answering from memory", source=SOURCE)
             answer = await self._slow_answer(request, progress)
         for observer in self._observers:
             observer(answer.route, time.perf_counter() - started, late)
         told = self._reports.pop((request.guild_id, request.author_id), [])
         return replace(answer, text="\n\n".join([*told, answer.text])) if told else answer
+
+    async def _result(self, task: asyncio.Task[Answer], request: Request) -> Answer:
+        """The answer; when the database failed under it, what is still in mind instead of an apology."""
+        exc = task.exception()
+        if exc is None:
+            return task.result()
+        if not storage_trouble(exc):
+            raise exc
+        self._storage.failed(exc, source=SOURCE, hold=False)
+        return await self._from_caches(request)
+
+    def _in_mind(self, request: Request) -> str | None:
+        """The member's context or facts as this process last had them, without reading storage."""
+        known = self._recollection.remembered(request.guild_id, request.author_id) if self._recollection else None
+        return known or self._facts.known(request.guild_id, request.author_id)
+
+    async def _from_caches(self, request: Request) -> Answer:
+        """Storage is away: the member's context or facts as this process last had them, said plainly."""
+        known = self._in_mind(request)
+        if not known:
+            self._storage.served("replies with nothing in mind")
+            text = f"{AWAY}, {NOTHING_DONE}, and I have nothing about you in mind."
+            return Answer(f"{text} Ask me again in a minute.", Route.CHAT)
+        self._storage.served("replies from caches")
+        try:
+            async with asyncio.timeout(FALLBACK_READ_SECONDS):  # names are in memory; a miss may read storage
+                known = await self._directory.render_mentions(request.guild_id, known, at=False)
+        except Exception as exc:
+            if not storage_trouble(exc):
+                raise
+        # Whatever was asked (a change too): nothing was looked up or changed, and what is in mind is said as such.
+        text = f"{AWAY}, {NOTHING_DONE}. What I still have in mind about you: {known}"
+        return Answer(text, Route.CHAT, members=frozenset({request.author_id}))
 
     async def _tracked(self, request: Request, is_admin: bool, progress: _Progress) -> Answer:
         _PROGRESS.set(progress)  # in this task's own context: concurrent replies never see each other's
@@ -145,8 +196,17 @@ class ReplyDeadline:
                 name = await self._directory.name(request.guild_id, subject)
                 facts = await self._facts.get(request.guild_id, subject) or ""
                 facts = await self._directory.render_mentions(request.guild_id, facts, at=False) if facts else ""
-        except TimeoutError:
+        except TimeoutError:  # storage is locked or slow: what is still in mind, if anything
+            if decision is None and progress.found is None and self._in_mind(request):
+                return await self._from_caches(request)
             return Answer(f"{SLOW}, and so is my memory. Please try again in a moment.", Route.CHAT)
+        except Exception as exc:
+            if not storage_trouble(exc):
+                raise
+            self._storage.failed(exc, source=SOURCE, hold=False)
+            if decision is None and progress.found is None:
+                return await self._from_caches(request)
+            name, facts = "them", self._facts.known(request.guild_id, subject) or ""  # names may need storage too
         if decision is not None:
             verb = "saving" if decision.route is Route.REMEMBER else "forgetting"
             text = (

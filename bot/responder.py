@@ -63,7 +63,9 @@ class Responder:
         self._chatter = chatter
         self._policy = policy
         self._recall_chatter = recall_chatter  # None (no model): recall answers list what was found
-        self.deadline = ReplyDeadline(self.respond, memory.facts, memory.directory)
+        self.deadline = ReplyDeadline(
+            self.respond, memory.facts, memory.directory, recollection=memory.recollection, storage=memory.storage
+        )
         # What front ends call: `respond`, answered within a deadline whatever the model does; and at shutdown,
         # the wait for facts changes still finishing after one.
         self.respond_within = self.deadline.respond_within

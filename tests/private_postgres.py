@@ -26,13 +26,19 @@ class PrivateServer:
     data: Path
     pg_ctl: str
     as_user: list[str]
+    options: str  # its port and socket directory: a start without them would be the shared server's 5432
 
     def restart(self) -> None:
         """Stop it fast (connections are cut, as in a crash or a deploy of the database) and start it again."""
         self._pg_ctl("restart", "-m", "fast", "-l", str(self.data.parent / "log"))
 
     def stop(self) -> None:
+        """Stop it at once, as a crash of the database does (clients see their connections cut)."""
         self._pg_ctl("stop", "-m", "immediate")
+
+    def start(self) -> None:
+        """Start it again after `stop` (an outage as long as the caller waits in between)."""
+        self._pg_ctl("start", "-o", self.options, "-l", str(self.data.parent / "log"))
 
     def _pg_ctl(self, *args: str) -> None:
         # Not captured: the server inherits pg_ctl's output, and a pipe would be held open for the server's life.
@@ -80,7 +86,7 @@ def private_postgres() -> Iterator[PrivateServer]:
     except (OSError, subprocess.CalledProcessError) as exc:
         shutil.rmtree(root, ignore_errors=True)
         pytest.skip(f"could not start a private PostgreSQL server: {exc!r}")
-    server = PrivateServer(f"postgresql+asyncpg://postgres@127.0.0.1:{port}/elefant", data, pg_ctl, as_user)
+    server = PrivateServer(f"postgresql+asyncpg://postgres@127.0.0.1:{port}/elefant", data, pg_ctl, as_user, options)
     try:
         yield server
     finally:

@@ -20,6 +20,7 @@ import pytest
 
 from bot.app import open_app
 from bot.conversation import Request
+from bot.reply_deadline import AWAY
 from bot.settings import Settings
 from fakes.gemini_stub import GeminiStub, error, hang
 from fakes.model_doubles import scripted_model
@@ -88,7 +89,7 @@ def closed_port() -> int:
 
 
 @pytest.mark.parametrize("fault", ["hanging", "429", "500", "refused"])
-async def test_every_reply_comes_within_the_deadline_and_carries_the_facts(sqlite_url, stub, fault):
+async def test_every_reply_comes_within_the_deadline_and_carries_the_facts(sqlite_url, stub, fault, caplog):
     await seed(sqlite_url, stub)
     base_url = stub.base_url
     if fault == "hanging":
@@ -111,6 +112,9 @@ async def test_every_reply_comes_within_the_deadline_and_carries_the_facts(sqlit
                     assert "trip to Lisbon" in answer.text  # what was found, even without the model
         finally:
             await app.responder.drain(0)  # the shipped 30 s time-outs would hold the test; cut them short
+    if fault == "hanging":  # every reply passed the deadline: one line says so, not one per reply
+        late = [r.getMessage() for r in caplog.records if r.getMessage().startswith("replies late")]
+        assert late == ["replies late (reply): the 1.0 s deadline passed; answering from memory"], late
 
 
 async def test_a_facts_change_outliving_the_deadline_finishes_and_is_reported(sqlite_url, stub):
@@ -194,3 +198,31 @@ async def test_the_console_answers_within_the_deadline_too(tmp_path, stub):
         "[2] Elefant: The model is slow right now, so this is only what I remember. "
         "I don't know anything about you yet."
     )
+
+
+async def test_a_reply_while_storage_is_away_says_what_is_in_mind_not_an_apology(sqlite_url, stub, caplog):
+    await seed(sqlite_url, stub)
+    path = Path(sqlite_url.removeprefix("sqlite+aiosqlite:///"))
+    settings = settings_for(sqlite_url, stub.base_url, ingest_shutdown_seconds=0.2, data_dir=path.parent)
+    async with open_app(settings) as app:
+        warm = await app.responder.respond_within(ask("how are you today?"), deadline=DEADLINE)  # her context: built
+        assert not warm.text.startswith(AWAY)
+        # The database file goes (a disk unmounted, a volume lost): new connections find an empty database.
+        await app.memory.engine.dispose()
+        await asyncio.to_thread(path.rename, path.with_suffix(".away"))
+        answers = [await app.responder.respond_within(ask(text), deadline=DEADLINE) for text in ASKS.values()]
+        stranger = await app.responder.respond_within(
+            Request(GUILD, ALICE + 1, "how are you today?", channel_id=CHANNEL, message_id=next(_ids)),
+            deadline=DEADLINE,
+        )
+        assert app.memory.storage.down
+    from_memory = [a.text for a in answers if a.text.startswith(AWAY)]
+    assert from_memory, [a.text for a in answers]  # at least the chat met the missing database
+    assert all(text.endswith(f"What I still have in mind about you: {FACTS}") for text in from_memory), from_memory
+    assert all("can't look anything up or change what I know" in text for text in from_memory)  # not "got it"
+    assert all(a.members == frozenset({ALICE}) for a in answers if a.text.startswith(AWAY))  # whose data it carries
+    # Nothing in mind about someone the bot never read: said as it is, still no apology.
+    assert stranger.text.startswith(AWAY)
+    assert stranger.text.endswith("nothing about you in mind. Ask me again in a minute.")
+    downs = [r for r in caplog.records if r.getMessage().startswith("storage down")]
+    assert len(downs) == 1, [r.getMessage() for r in downs]

@@ -1,7 +1,8 @@
 """A circuit breaker with an injectable clock: skip a failing model for a cool-down, then probe once.
 
-Each transition is logged once, with the cause of the failure that caused it (status and message), so an
-outage reads as "opened: 404 NOT_FOUND …" and "closed again" instead of one line per failed call.
+Each transition is logged once through a fault state (bot/faults.py), with the cause of the failure that caused
+it (status and message), so an outage reads as "circuit breaker open: 404 NOT_FOUND …", at most one "still open"
+a minute, and "circuit breaker closed" — instead of one line per failed call or probe.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import logging
 import time
 from collections.abc import Callable
 from enum import StrEnum
+
+from bot.faults import Fault
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +44,14 @@ class CircuitBreaker:
         self._opened_at: float | None = None
         self._probing = False
         self.last_cause = ""  # the newest failure, as a person would read it
+        self._fault = Fault(
+            name,
+            logger=log,
+            clock=clock,
+            down_word="circuit breaker open",
+            back_word="circuit breaker closed",
+            still_word="circuit breaker still open",
+        )
 
     @property
     def state(self) -> State:
@@ -58,14 +69,13 @@ class CircuitBreaker:
             return True
         if state is State.HALF_OPEN and not self._probing:
             self._probing = True
-            log.info("%s: cool-down over; sending one probe request", self.name)
+            log.debug("%s: cool-down over; sending one probe request", self.name)
             return True
         return False
 
     def success(self) -> None:
         """A call worked: close."""
-        if self._opened_at is not None:
-            log.warning("%s answers again; its circuit breaker is closed", self.name)
+        self._fault.ok()
         self._consecutive = 0
         self._opened_at = None
         self._probing = False
@@ -74,19 +84,14 @@ class CircuitBreaker:
         """A call failed (after its retries): count it; a failed probe re-opens for a full cool-down."""
         self._consecutive += 1
         self.last_cause = cause or self.last_cause
-        if self._probing:
+        if self._probing:  # still failing: a reminder at most once a minute
             self._opened_at = self._clock()
-            log.warning(
-                "%s still fails (%s); skipping it for another %.0f s", self.name, cause or "unknown", self._cooldown
-            )
+            self._fault.failed(cause or "unknown")
         elif self._opened_at is None and self._consecutive >= self._threshold:
             self._opened_at = self._clock()
-            log.warning(
-                "%s failed %d times in a row (last: %s); skipping it for %.0f s (offline answers meanwhile)",
-                self.name,
-                self._consecutive,
-                cause or "unknown",
-                self._cooldown,
+            self._fault.failed(
+                f"{cause or 'unknown'} ({self._consecutive} failures in a row; offline answers for "
+                f"{self._cooldown:.0f} s, then one probe)"
             )
         else:
             log.debug("%s failed (%s); %d in a row", self.name, cause or "unknown", self._consecutive)

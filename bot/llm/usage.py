@@ -17,9 +17,11 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.faults import Fault
 from db import usage as store
 
 log = logging.getLogger(__name__)
+SOURCE = "usage rows"
 FLUSH_SECONDS = 1.0
 BATCH = 200
 MAX_PENDING = 50_000  # if the database stays down, the oldest records go first (counted, logged)
@@ -32,6 +34,7 @@ class UsageRecorder:
         self, sessions: async_sessionmaker[AsyncSession], *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     ) -> None:
         self._sessions = sessions
+        self.storage = Fault("storage")  # bot/app.py hands it to memory too: one storage fault per process
         self._clock = clock
         self._pending: list[dict[str, Any]] = []
         self._wake: asyncio.Event | None = None
@@ -105,9 +108,11 @@ class UsageRecorder:
             try:
                 async with self._sessions() as session, session.begin():
                     await store.record(session, rows)
-            except (SQLAlchemyError, OSError):
-                log.exception("could not record %d LLM calls; keeping them for the next try", len(rows))
+            except (SQLAlchemyError, OSError) as exc:  # the storage fault says it once; the rows wait
+                self.storage.failed(exc, source=SOURCE)
                 self._pending[:0] = rows
+            else:
+                self.storage.ok(SOURCE)
 
     async def close(self) -> None:
         """Stop the background writer after one last flush."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from bot.faults import Fault
 from bot.lifecycle import Debounced
 from bot.memory.choices import Choices
 from bot.memory.clock import Clock
@@ -61,6 +62,7 @@ class Changes:
         channels: ChannelScopes,
         window: ChannelWindow,
         compact_seconds: Callable[[], float],
+        fault: Fault | None = None,
     ) -> None:
         self._engine = engine
         self._sessions = sessions
@@ -69,7 +71,7 @@ class Changes:
         self._channels = channels
         self._window = window
         self.generations = Generations()
-        self.feed = ChangeFeed(engine, sessions, self._remote)
+        self.feed = ChangeFeed(engine, sessions, self._remote, fault=fault)
         self._drops: list[Drop] = []
         self._removed_vectors: list[Callable[[int, list[int]], None]] = []
         # After deletions: the write-ahead log scrubbed, and (SQLite) the file rewritten, once for a burst.

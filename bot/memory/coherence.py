@@ -19,12 +19,14 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
+from bot.faults import Fault
 from db import changes
 from db.changes import Change
 
 log = logging.getLogger(__name__)
 POLL_SECONDS = 0.5
 RELISTEN_SECONDS = 5.0
+SOURCE = "change feed"
 
 
 class Generations:
@@ -50,8 +52,11 @@ class ChangeFeed:
         engine: AsyncEngine,
         sessions: async_sessionmaker[AsyncSession],
         on_change: Callable[[Change], Awaitable[None]],
+        *,
+        fault: Fault | None = None,
     ) -> None:
         self._engine = engine
+        self._fault = fault or Fault("storage")
         self._sessions = sessions
         self._on_change = on_change
         self.origin = uuid.uuid4().hex[:16]  # this process: its own changes are handled where they are made
@@ -96,8 +101,10 @@ class ChangeFeed:
                 await self._relisten()
             try:
                 await self.poll()
-            except Exception:  # the database may be away for a while; keep trying
-                log.warning("reading the change log failed; trying again", exc_info=True)
+            except Exception as exc:  # noqa: BLE001 - the fault logs it; the database may be away a while
+                self._fault.failed(exc, source=SOURCE)
+            else:
+                self._fault.ok(SOURCE)
 
     async def poll(self) -> None:
         """Apply every change logged since the last poll (tests call it to skip the wait)."""

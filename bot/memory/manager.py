@@ -15,6 +15,7 @@ import logging
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.faults import Fault
 from bot.llm.client import LLM
 from bot.llm.embeddings import Embedder
 from bot.memory.admin import Admin
@@ -59,11 +60,14 @@ class MemoryManager:
         facts_model: FactsModel | None = None,
         clock: Clock | None = None,
         embedder: Embedder | None = None,
+        storage: Fault | None = None,
     ) -> None:
         self.engine = engine
         self.settings = settings
         self.clock = clock or Clock()
         self.sessions = create_session_factory(engine)
+        # One fault state for the database, shared by everything that talks to it: one "down" line per outage.
+        self.storage = storage or Fault("storage")
         self.choices = Choices(self.sessions, self.clock, default_zone=settings.default_timezone)
         self.names = NameDirectory(self.sessions)
         self.channels = ChannelScopes(self.sessions, self.clock)
@@ -76,6 +80,7 @@ class MemoryManager:
             channels=self.channels,
             window=self.window,
             compact_seconds=lambda: self.settings.sqlite_compact_seconds,
+            fault=self.storage,
         )
         self.generations = self.changes.generations
         self._llm = llm
@@ -101,6 +106,7 @@ class MemoryManager:
             before_write=self.channels.save_pending,  # a channel's rule is stored before its messages
             yield_to=self.replies.quiet,
             spill_dir=settings.data_dir,
+            fault=self.storage,
         )
         self._embedder = embedder
         self._build_recall(embedder)
@@ -146,6 +152,7 @@ class MemoryManager:
             self.clock,
             concurrency=self.settings.summary_concurrency,
             jitter_seconds=self.settings.summary_jitter_seconds,
+            fault=self.storage,
         )
 
     def _build_recall(self, embedder: Embedder | None) -> None:
@@ -163,6 +170,7 @@ class MemoryManager:
                 self.queue.flush,
                 replies=self.replies,
                 local=bool(getattr(embedder, "local", False)),
+                fault=self.storage,
             )
             query_encoder = encoder(embedder, "RETRIEVAL_QUERY")
 

@@ -82,6 +82,12 @@ class Recollection:
             return await self._facts.get(guild_id, user_id)
         return await self._context.get_memories(guild_id, user_id, now=now, patient=patient)
 
+    def remembered(self, guild_id: int, user_id: int) -> str | None:
+        """What this process still has in mind about a member without reading the database: the last context
+        built, else the facts last read; None when nothing is. For a reply while storage is away."""
+        built = self._context.last_good(guild_id, user_id) if self._context is not None else None
+        return built or self._facts.known(guild_id, user_id)
+
     async def describe(self, guild_id: int, user_id: int, *, patient: bool = False) -> str | None:
         """Everything the bot would tell about a member, names rendered, nothing that pings."""
         await self.follow_others()

@@ -145,8 +145,9 @@ async def test_storage_away_at_ready_is_one_line_and_the_next_ready_catches_up(b
     finally:
         async with engine.begin() as connection:
             await connection.execute(text("ALTER TABLE chat_history_away RENAME TO chat_history"))
-    failed = [r for r in caplog.records if "catching up on guild" in r.getMessage() and "failed" in r.getMessage()]
+    failed = [r for r in caplog.records if "catching up stopped: storage is away" in r.getMessage()]
     assert len(failed) == 1 and failed[0].levelname == "WARNING" and failed[0].exc_info is None
+    assert "chat_history" in failed[0].getMessage() and "SELECT" not in failed[0].getMessage()  # the cause, no SQL
     assert "background work" not in caplog.text  # not a task that died with a traceback
     await catch_up(bot)
     assert set(await stored(engine)) == {missed}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import inspect
+import logging
 import signal
 from types import SimpleNamespace
 from urllib.parse import parse_qs, urlparse
@@ -299,3 +300,24 @@ async def test_healthz_is_ready_while_the_gateway_is_connected(fake_discord, mon
                 await the_bot.close()
                 running.cancel()
                 await asyncio.gather(running, return_exceptions=True)
+
+
+async def test_a_gateway_outage_is_one_disconnected_line_and_one_connected_again_line(caplog):
+    caplog.set_level(logging.DEBUG, logger="bot.discord_bot")
+    shipped = bare_bot(plain_settings())
+    requested: list[bool] = []
+    shipped.catch_up = SimpleNamespace(request=lambda: requested.append(True))  # type: ignore[assignment]
+    await shipped.on_ready()  # the first connect: who we are
+    for _ in range(30):  # discord.py dispatches "disconnect" at every failed reconnect attempt
+        await shipped.on_disconnect()
+    await shipped.on_resumed()
+    await shipped.on_disconnect()
+    await shipped.on_ready()  # a new session after a gap Discord would not resume
+    said = [r.getMessage() for r in caplog.records if r.name == "bot.discord_bot" and r.levelno >= logging.INFO]
+    assert len(said) == 5, said
+    assert said[0].startswith("connected as")
+    assert said[1] == "Discord disconnected: the gateway connection closed; reconnecting"
+    assert said[2].startswith("Discord connected again after") and "30 failed attempts" in said[2]
+    assert said[2].endswith("session resumed; reading back what was said meanwhile")
+    assert said[4].endswith("new session; reading back what was said meanwhile")
+    assert len(requested) == 3  # every (re)connect reads back what was missed

@@ -97,7 +97,7 @@ async def test_a_failing_batch_model_leaves_chat_on_a_healthy_model_working(stub
         await llm.close()
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1, warnings  # once per transition, not once per failed call
-    assert "gemini-retired failed 5 times in a row" in warnings[0]
+    assert "gemini-retired circuit breaker open" in warnings[0] and "5 failures in a row" in warnings[0]
     assert "404 NOT_FOUND: stub error" in warnings[0]
 
 

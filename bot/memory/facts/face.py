@@ -50,6 +50,10 @@ class Facts:
         """Like `get`, from a short-lived cache: for the hot path of a reply."""
         return await self.store.cached_facts(guild_id, user_id)
 
+    def known(self, guild_id: int, user_id: int) -> str | None:
+        """The facts this process last read or wrote, without asking the database (for a storage outage)."""
+        return self._store.known_facts(guild_id, user_id) if self._store is not None else None
+
     async def remember(self, guild_id: int, user_id: int, fact: str, *, requested_by: int) -> FactChange:
         """Merge a fact about a member into what is known (newer wins), as a new revision."""
         subject = await self._names.name(guild_id, user_id)

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.memory.caches import CacheReport, CountingTTL, drop_entries
+from bot.memory.caches import CacheReport, CountingLRU, CountingTTL, drop_entries
 from bot.memory.coherence import Generations
 from db import facts as store
 from db.facts import Revision
@@ -78,6 +78,9 @@ class FactsStore:
         # Reads for context building; changes made here update it at once, other processes' within 30 s.
         self._recent: CountingTTL[tuple[int, int], str | None] = CountingTTL(65536, READ_CACHE_SECONDS)
         self._changes = Generations()  # per guild: a read that saw a change go by is not kept
+        # The last value read or written, without expiry: what a reply says while the database is away. Dropped
+        # with `_recent` on every change, so it never outlives a forget or a purge.
+        self._known: CountingLRU[tuple[int, int], str | None] = CountingLRU(65536)
 
     def _lock(self, guild_id: int, user_id: int) -> asyncio.Lock:
         key = (guild_id, user_id)
@@ -104,8 +107,13 @@ class FactsStore:
             seen = self._changes.of(guild_id)
             value = await self.facts(guild_id, user_id)
             if self._changes.of(guild_id) == seen:  # no change or purge landed while it was read
-                self._recent[key] = value
+                self._recent[key] = self._known[key] = value
             return value
+
+    def known_facts(self, guild_id: int, user_id: int) -> str | None:
+        """The facts last read or written here, never from the database (None: nothing known): for a reply
+        while the database is away."""
+        return self._known.get((guild_id, user_id))
 
     def cache_report(self) -> CacheReport:
         """Hit rate of the facts read cache."""
@@ -115,6 +123,7 @@ class FactsStore:
         """Forget cached facts of a member, or of a whole guild (after a purge)."""
         self._changes.bump(guild_id)
         drop_entries(self._recent, guild_id, user_id)
+        drop_entries(self._known, guild_id, user_id)
 
     async def remember(self, guild_id: int, user_id: int, fact: str, *, requested_by: int, subject: str) -> FactChange:
         """Merge `fact` into what is known about the member (newer wins), within the size cap."""
@@ -190,7 +199,7 @@ class FactsStore:
                 )
                 if revision_id is not None:
                     self._changes.bump(guild_id)
-                    self._recent[(guild_id, user_id)] = after or None
+                    self._recent[(guild_id, user_id)] = self._known[(guild_id, user_id)] = after or None
                     return FactChange(before, after, revision_id)
                 log.info("facts of a member changed under us; merging again")
                 await asyncio.sleep(random.uniform(0, 0.05))  # break the symmetry between two processes

@@ -11,6 +11,7 @@ from typing import TypeVar
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_exponential_jitter
 
+from bot.faults import Fault, storage_trouble
 from bot.memory.intake.counts import GaveUpError, IngestStats
 from bot.memory.types import IngestOp
 from db.ingest_rows import DeadLetter, Touched, is_refusal
@@ -18,6 +19,8 @@ from db.messages import BatchWriter
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+STUCK_SECONDS = 10.0  # a write waiting this long (a table lock, a hung connection) is a storage fault too
+SOURCE = "ingest"
 Batch = list[IngestOp | DeadLetter]
 
 
@@ -36,6 +39,8 @@ class BatchCommitter:
         *,
         before_write: Callable[[], Awaitable[None]] | None = None,
         on_written: Callable[[list[Touched]], Awaitable[None]] | None = None,
+        fault: Fault | None = None,
+        held: Callable[[], int] = lambda: 0,
     ) -> None:
         self.writer = writer
         self.stats = stats
@@ -43,6 +48,9 @@ class BatchCommitter:
         self.before_write = before_write  # writes what the batch depends on (channel rules); may raise: retried
         self._on_written = on_written  # told what edits and deletes changed, after they are committed
         self.last_error: str | None = None  # why the last write failed: what a stop says of what it kept
+        self.fault = fault or Fault("storage")  # says "down", "still down", "back" instead of a line per attempt
+        self._held = held  # operations waiting behind this batch: what "back" says is being written
+        self.stuck_seconds = STUCK_SECONDS
 
     async def commit(self, batch: Batch) -> bool:
         """Write `batch` (and what the hook has pending); False when it could not be: the caller keeps it."""
@@ -53,12 +61,7 @@ class BatchCommitter:
             self.stats.failed_attempts += 1
             exc = state.outcome.exception() if state.outcome else None
             self.last_error = f"last error: {exc!r}"
-            log.error(
-                "writing %d ingested operations failed (attempt %d), retrying: %r",
-                len(batch),
-                state.attempt_number,
-                exc,
-            )
+            self.fault.failed(exc if exc is not None else "unknown", source=SOURCE)
 
         # While running we retry for as long as it takes (new operations overflow to disk meanwhile); a stop
         # waits `shutdown_retry_seconds` for storage and then keeps the rest in a spill file.
@@ -75,17 +78,22 @@ class BatchCommitter:
         try:
             async for attempt in retrying:
                 with attempt:
-                    touched = await self._unless_given_up(self._attempt(batch))
-        except Exception:
+                    touched = await self._watched(self._unless_given_up(self._attempt(batch)))
+        except Exception as exc:  # noqa: BLE001 - the fault logs it (traceback once per new cause)
             if not self._give_up.is_set():
-                log.exception("%d ingested operations could not be written; trying them again later", len(batch))
+                self.fault.failed(exc, source=SOURCE)
             return False
+        if self.fault.down and batch:  # an empty batch may not have touched storage at all
+            self.fault.ok(SOURCE, replayed=f"writing the {len(batch) + self._held():,} operations held meanwhile")
         self.stats.batches += bool(batch)
         if touched and self._on_written is not None:
             try:
                 await self._unless_given_up(self._on_written(touched))
-            except Exception:  # the messages are stored; what depends on them is rebuilt lazily anyway
-                log.exception("dropping the data derived from %d edited or deleted messages failed", len(touched))
+            except Exception as exc:  # the messages are stored; what depends on them is rebuilt lazily anyway
+                if not storage_trouble(exc):
+                    log.exception("dropping the data derived from %d edited or deleted messages failed", len(touched))
+                else:
+                    self.fault.failed(exc, source="after writes", hold=False)
         return True
 
     async def _attempt(self, batch: list[IngestOp | DeadLetter]) -> list[Touched]:
@@ -99,6 +107,24 @@ class BatchCommitter:
                     raise HookRefusedError(repr(exc)) from exc
                 raise
         return await self._isolating(batch) if batch else []
+
+    async def _watched(self, work: Awaitable[T]) -> T:
+        """Await a write; one that waits past `stuck_seconds` (a lock held elsewhere) reports storage down."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        handle: asyncio.TimerHandle | None = None
+
+        def stuck() -> None:
+            nonlocal handle
+            waited = loop.time() - started
+            self.fault.failed(f"StuckWrite: a write has waited {waited:.0f} s (a lock held elsewhere?)", source=SOURCE)
+            handle = loop.call_later(self.stuck_seconds, stuck)  # reminders go out at most once a minute
+
+        handle = loop.call_later(self.stuck_seconds, stuck)
+        try:
+            return await work
+        finally:
+            handle.cancel()
 
     async def _pause(self, seconds: float) -> None:
         """Sleep between attempts, but not past the moment a stop gives up on storage."""

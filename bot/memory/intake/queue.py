@@ -16,6 +16,7 @@ from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.faults import Fault
 from bot.lifecycle import set_or_done
 from bot.memory.intake.committer import BatchCommitter
 from bot.memory.intake.counts import IngestStats
@@ -48,6 +49,7 @@ class WriteBehindQueue:
         on_written: Callable[[list[Touched]], Awaitable[None]] | None = None,
         before_write: Callable[[], Awaitable[None]] | None = None,
         yield_to: Callable[[float], Awaitable[object]] | None = None,
+        fault: Fault | None = None,
     ) -> None:
         self._yield_to = yield_to  # returns once no reply is under way, or after the seconds given
         self._batch_rows = batch_rows
@@ -72,8 +74,16 @@ class WriteBehindQueue:
         self._closed = False
         self._worker: asyncio.Task[None] | None = None
         self.stats = IngestStats()
+        fault = fault or Fault("storage")
+        fault.holds("operations held", lambda: self.pending)
         self.committer = BatchCommitter(
-            batch_writer_for(engine), self.stats, self._give_up, before_write=before_write, on_written=on_written
+            batch_writer_for(engine),
+            self.stats,
+            self._give_up,
+            before_write=before_write,
+            on_written=on_written,
+            fault=fault,
+            held=lambda: self.pending,
         )
 
     @property
@@ -219,7 +229,7 @@ class WriteBehindQueue:
         if self._overflow:  # the queue filled up again meanwhile: the episode goes on
             return
         if self._overflowing and not self._give_up.is_set():
-            log.warning("storage caught up: the %d operations kept on disk meanwhile are stored", self._overflowing)
+            log.info("storage caught up: the %s operations kept on disk meanwhile are stored", f"{self._overflowing:,}")
         self._overflowing = 0
 
     def _open_space(self) -> None:

@@ -23,6 +23,7 @@ from datetime import datetime
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.faults import Fault, storage_trouble
 from bot.llm.embeddings import Embedder, Task
 from bot.memory.recall.vectors import VectorIndex, quantize
 from bot.settings import Settings
@@ -30,6 +31,7 @@ from db import vectors as store
 from db.records import MessageVector
 
 log = logging.getLogger(__name__)
+SOURCE = "embedding"
 BATCH = 64
 BACKLOG_BATCH = 256
 # An encoder on this machine's CPU (`Embedder.local`) runs a batch in slices of this many texts (~10 ms): a reply
@@ -118,7 +120,10 @@ class EmbeddingWorker:
         *,
         replies: Replies | None = None,
         local: bool = False,
+        fault: Fault | None = None,
     ) -> None:
+        self._storage = fault or Fault("storage")
+        self._model = Fault("the embedding model")  # its failures are not storage's
         self._encode = encode
         self._slice = SLICE if local else None  # None: a batch in one call
         self._replies = replies or Replies()
@@ -209,10 +214,12 @@ class EmbeddingWorker:
                     await self._embed(batch, epochs, until)
                 finally:
                     self._in_hand = 0
+                self._storage.ok(SOURCE)
+                self._model.ok(SOURCE)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # the database or the model may be away for a while: the backlog keeps the work
-                log.warning("embedding messages failed; trying again shortly", exc_info=True)
+            except Exception as exc:  # noqa: BLE001 - a fault logs it; the backlog keeps the work meanwhile
+                (self._storage if storage_trouble(exc) else self._model).failed(exc, source=SOURCE)
                 self._look_again()  # a batch taken from the noted messages is found again there
                 await asyncio.sleep(IDLE_SECONDS)
 

@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.faults import storage_trouble
 from bot.llm.local_embedder import NotReady
 from bot.memory.recall.question import Question
 from bot.memory.recall.ranking import RELEVANT_COSINE, Found, Hit, counts_of, rank_messages, rank_summaries
@@ -229,8 +230,10 @@ class Recall:
                     nearest += await self._index.search(guild_id, query, MEMBER_POOL, author=member, window=span)
         except NotReady:  # the model is loading (a fresh start): this question goes on words alone
             return None, {}, []
-        except Exception:  # the optional half failing leaves the words working
-            log.warning("vector search failed; recall uses words only", exc_info=True)
+        except Exception as exc:  # the optional half failing leaves the words working
+            # Storage away: its fault says so once (bot/faults.py); a line with a traceback per reply was the flood.
+            level = logging.DEBUG if storage_trouble(exc) else logging.WARNING
+            log.log(level, "vector search failed; recall uses words only", exc_info=True)
             return None, {}, []
         cosine = dict(nearest)
         # A chat's nearest messages below the floor could never be told to it; reading them was a third of its

@@ -24,6 +24,7 @@ from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.faults import storage_trouble
 from db import claims as store
 
 log = logging.getLogger(__name__)
@@ -104,8 +105,9 @@ class Claims:
             try:
                 async with self._sessions() as session, session.begin():
                     await store.release(session, key, owner)
-            except Exception:  # the lease runs out by itself; others wait at most that long
-                log.warning("could not release a build claim; it lapses in %.0f s", self.lease, exc_info=True)
+            except Exception as exc:  # the lease runs out by itself; others wait at most that long
+                if not storage_trouble(exc):  # storage away: its fault says so, once
+                    log.warning("could not release a build claim; it lapses in %.0f s", self.lease, exc_info=True)
 
     async def _renew(self, key: str, owner: str) -> None:
         while True:
@@ -116,5 +118,6 @@ class Claims:
                         # Stalled past the lease and taken over: the build goes on, the first to store wins.
                         log.info("a build claim lapsed while this process worked; another process took it over")
                         return
-            except Exception:  # the database is away: try again, the lease still covers a while
-                log.warning("could not renew a build claim", exc_info=True)
+            except Exception as exc:  # the database is away: try again, the lease still covers a while
+                if not storage_trouble(exc):  # storage away: its fault says so, once
+                    log.warning("could not renew a build claim", exc_info=True)

@@ -11,6 +11,7 @@ from cachetools import TTLCache
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.faults import storage_trouble
 from bot.lifecycle import keep
 from bot.llm.budget import assemble, memory_sections, with_facts
 from bot.llm.client import LLM
@@ -87,6 +88,10 @@ class ContextBuilder:
         if self._rollups is not None:
             self._rollups.drop(guild_id)
 
+    def last_good(self, guild_id: int, user_id: int) -> str | None:
+        """The member's last merged context built here (dropped on every change), without any read."""
+        return self._last_good.get((guild_id, user_id))
+
     async def get_memories(
         self, guild_id: int, user_id: int, *, now: datetime | None = None, patient: bool = False
     ) -> str | None:
@@ -126,8 +131,10 @@ class ContextBuilder:
         today, week = "", ""
         try:
             today, week = await extract(self._sessions, self._summaries, guild_id, user_id, now)
-        except (SQLAlchemyError, OSError):  # the database is busy or away: the facts still answer
-            log.warning("no extract of the day for a member of guild %s; facts only", guild_id, exc_info=True)
+        except (SQLAlchemyError, OSError) as exc:  # the database is busy or away: the facts still answer
+            # Away: the storage fault says so once (bot/faults.py); a reply's line each would be the flood.
+            level = logging.DEBUG if storage_trouble(exc) else logging.WARNING
+            log.log(level, "no extract of the day for a member of guild %s; facts only", guild_id, exc_info=True)
         return fallback_context(facts, today, week, budget=self._settings.context_token_budget)
 
     async def _build(self, guild_id: int, user_id: int, now: datetime) -> str | None:

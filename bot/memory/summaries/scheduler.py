@@ -27,6 +27,7 @@ from datetime import date, datetime, timedelta
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.faults import Fault, describe, storage_trouble
 from bot.lifecycle import spawn
 from bot.llm.types import LLMError, LLMUnavailableError
 from bot.memory.clock import Clock, day_bounds, local_day
@@ -35,6 +36,7 @@ from bot.memory.summaries.rollups import periods
 from db import summaries as store
 
 log = logging.getLogger(__name__)
+SOURCE = "summary scheduler"
 START_DELAY_SECONDS = 5.0  # start-up (connecting, replaying spill files) goes first
 RESCAN_SECONDS = 3600.0  # the backlog is looked at again this often (imports by other processes, edits)
 RETRY_SECONDS = 300.0  # after a pass the model cut short
@@ -54,7 +56,8 @@ class Pass:
     built: int = 0  # guild-days summarised (or found stored by another process meanwhile)
     failed: int = 0
     quiet: int = 0  # days without anything to summarise
-    stopped: bool = False  # the model's breaker was open: the rest waits for the next pass
+    stopped: bool = False  # the model's breaker was open, or storage away: the rest waits for the next pass
+    storage_away: bool = False  # a build met storage away (reported as a storage fault, not per day)
     seconds: float = 0.0
 
 
@@ -69,7 +72,9 @@ class SummaryScheduler:
         *,
         concurrency: int,
         jitter_seconds: float,
+        fault: Fault | None = None,
     ) -> None:
+        self._fault = fault or Fault("storage")
         self._summaries = summaries
         self._sessions = sessions
         self._clock = clock
@@ -118,14 +123,18 @@ class SummaryScheduler:
         next_scan = 0.0
         while True:
             try:
+                done = Pass()
                 if time.monotonic() >= next_scan:
                     done = await self.catch_up()
                     next_scan = time.monotonic() + (RETRY_SECONDS if done.stopped else RESCAN_SECONDS)
                 elif due := self.due(self._clock.now()):
-                    await self.catch_up(due)
-            except (SQLAlchemyError, OSError):  # the database is away: the next pass tries again
-                log.warning("summary scheduler could not read the database; trying again", exc_info=True)
+                    done = await self.catch_up(due)
+            except (SQLAlchemyError, OSError) as exc:  # the database is away: the next pass tries again
+                self._fault.failed(exc, source=SOURCE)
                 next_scan = time.monotonic() + RETRY_SECONDS
+            else:
+                if not done.storage_away:
+                    self._fault.ok(SOURCE)
             await asyncio.sleep(self._sleep(self._clock.now()))
 
     def _sleep(self, now: datetime) -> float:
@@ -166,7 +175,11 @@ class SummaryScheduler:
                 done.built,
                 done.seconds,
                 done.failed,
-                "; the model is cooling down, the rest waits" if done.stopped else "",
+                "; storage is away, the rest waits"
+                if done.storage_away
+                else "; the model is cooling down, the rest waits"
+                if done.stopped
+                else "",
             )
         return done
 
@@ -198,7 +211,11 @@ class SummaryScheduler:
             self._failed(guild_id, day, str(exc))
         except (SQLAlchemyError, OSError) as exc:
             done.failed += 1
-            self._failed(guild_id, day, f"{type(exc).__name__}: {exc}")
+            if storage_trouble(exc):  # the database's state, not this day's: one line for the outage
+                self._fault.failed(exc, source=SOURCE)
+                done.stopped = done.storage_away = True
+            else:
+                self._failed(guild_id, day, describe(exc))
         else:
             done.built += 1
             self._failing.discard((guild_id, day))

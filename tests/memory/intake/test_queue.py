@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 
 import pytest
 from sqlalchemy import func, select, text
@@ -160,6 +161,7 @@ async def _until_stored(engine: AsyncEngine, count: int) -> None:
 
 
 async def test_failing_batch_is_retried_not_dropped(engine, caplog):
+    caplog.set_level(logging.INFO, logger="bot.faults")
     queue = WriteBehindQueue(engine, batch_rows=100, flush_ms=5)
     # Simulate a broken store: the table is missing until we put it back.
     async with engine.begin() as conn:
@@ -173,7 +175,10 @@ async def test_failing_batch_is_retried_not_dropped(engine, caplog):
     await asyncio.wait_for(queue.flush(), timeout=30)
     await queue.close()
     assert len(await stored(engine)) == 20
-    assert "failed" in caplog.text
+    lines = [r.getMessage() for r in caplog.records if r.name == "bot.faults"]
+    assert len(lines) == 2, lines  # one "down", one "back": not a line per attempt
+    assert lines[0].startswith("storage down (ingest): ") and "chat_history" in lines[0]  # the cause, in its words
+    assert lines[1].startswith("storage back after") and "operations held meanwhile" in lines[1]
 
 
 async def test_store_down_at_shutdown_spills_to_a_file(engine, tmp_path):
