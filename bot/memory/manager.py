@@ -84,11 +84,8 @@ class MemoryManager:
         )
         self.generations = self.changes.generations
         self._llm = llm
-        facts_model = facts_model or (LLMFactsModel(llm, zone=self.choices.zone, clock=self.clock) if llm else None)
-        self.fact_store = (
-            FactsStore(self.sessions, facts_model, max_chars=settings.facts_max_chars, horizon=self.clock.horizon)
-            if facts_model
-            else None
+        self._build_facts(
+            facts_model or (LLMFactsModel(llm, zone=self.choices.zone, clock=self.clock) if llm else None)
         )
         # Several processes share a PostgreSQL database; a SQLite file has one writing process (bot/app.py).
         self.claims = Claims(
@@ -112,6 +109,13 @@ class MemoryManager:
         self._build_recall(embedder)
         self._register_caches()
         self._build_faces()
+
+    def _build_facts(self, facts_model: FactsModel | None) -> None:
+        self.fact_store = (
+            FactsStore(self.sessions, facts_model, max_chars=self.settings.facts_max_chars, horizon=self.clock.horizon)
+            if facts_model
+            else None
+        )
 
     def _build_summaries(self, llm: LLM | None) -> None:
         """Track 2 and the merged context need the model (or the offline provider) and a facts store."""
