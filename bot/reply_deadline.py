@@ -14,6 +14,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from bot.answer_due import answer_by
 from bot.conversation import Decision, Request, Route
 from bot.lifecycle import keep, spawn
 
@@ -71,7 +72,7 @@ class ReplyDeadline:
         sends it as a follow-up), or, without `on_late` or if that fails, it opens the member's next reply.
         """
         progress = _Progress()
-        task = asyncio.create_task(self._tracked(request, is_admin, progress), name="elefant-reply")
+        task = asyncio.create_task(self._tracked(request, is_admin, progress, deadline), name="elefant-reply")
         try:
             done, _ = await asyncio.wait({task}, timeout=deadline)
         except asyncio.CancelledError:  # the front end gave up (shutdown): same rule as a passed deadline
@@ -95,9 +96,10 @@ class ReplyDeadline:
         told = self._reports.pop((request.guild_id, request.author_id), [])
         return replace(answer, text="\n\n".join([*told, answer.text])) if told else answer
 
-    async def _tracked(self, request: Request, is_admin: bool, progress: _Progress) -> Answer:
+    async def _tracked(self, request: Request, is_admin: bool, progress: _Progress, deadline: float) -> Answer:
         _PROGRESS.set(progress)  # in this task's own context: concurrent replies never see each other's
-        return await self._respond(request, is_admin=is_admin)
+        with answer_by(deadline):  # a model failure whose retry cannot land in time falls back at once
+            return await self._respond(request, is_admin=is_admin)
 
     def _finish_late(self, task: asyncio.Task[Answer], request: Request, on_late: LateAnswer | None) -> None:
         """Let a facts change finish, then report it: through `on_late`, else with the member's next reply."""
