@@ -9,10 +9,12 @@ latency p50 / p99 / max, the share of replies over the deadline + 1 s, how the a
 deadline's answer from memory; offline), the worst event-loop stall, and the embedding backlog when the run ends
 (stored messages without a vector, from SQL; texts waiting in memory; texts let go to the backlog scan).
 
+`--history N` starts each guild with N messages of the last two weeks, stored without vectors or summaries, so
+start-up work (the embedding backlog, the summaries of finished days, the vector index) runs under the load.
 `--search` looks for the highest rate at which every reply meets the deadline + 1 s (doubling, then halving the
 gap), then runs at twice that rate.
 
-    python -m bench.load [--processes 1|3] [--rate 40] [--seconds 40] [--search]
+    python -m bench.load [--processes 1|3] [--rate 40] [--seconds 40] [--history 0] [--search]
 """
 
 from __future__ import annotations
@@ -157,6 +159,7 @@ async def child(index: int, args: argparse.Namespace, db_url: str, base_url: str
         "LOAD_RATE": str(args.rate / args.processes),
         "LOAD_SECONDS": str(args.seconds),
         "LOAD_SHARE": str(args.share),
+        "LOAD_HISTORY": str(args.history),
     }
     with (home / "stderr.log").open("wb") as err:
         process = await asyncio.create_subprocess_exec(
@@ -244,7 +247,8 @@ async def measure(args: argparse.Namespace) -> None:
     print_table(
         f"Reply latency under load on PostgreSQL: the model at {args.latency * 1000:.0f} ms, "
         f"{args.share:.0%} of messages addressed to the bot, deadline {args.deadline:g} s, "
-        f"{args.seconds:g} s per run from start-up",
+        f"{args.seconds:g} s per run from start-up"
+        + (f", each guild starting with {args.history:,} messages without vectors" if args.history else ""),
         HEADERS,
         [run.row() for run in runs],
     )
@@ -258,6 +262,9 @@ def main() -> None:
     parser.add_argument("--share", type=float, default=0.05, help="the share addressed to the bot")
     parser.add_argument("--latency", type=float, default=0.3, help="the stub model's answer time, seconds")
     parser.add_argument("--deadline", type=float, default=10.0, help="REPLY_DEADLINE_SECONDS")
+    parser.add_argument(
+        "--history", type=int, default=0, help="messages each guild already has (two weeks, no vectors) at start"
+    )
     parser.add_argument("--search", action="store_true", help="look for the highest rate that meets the deadline")
     parser.add_argument("--steps", type=int, default=3, help="halvings of the gap in the search")
     parser.add_argument("--database", default=PG_URL, help="a PostgreSQL server (a database is made per run)")

@@ -5,7 +5,8 @@ against the stub's process). Each process is a shard of its own: its own guild (
 40 members, two channels. From READY it delivers LOAD_RATE messages a second for LOAD_SECONDS, LOAD_SHARE of them
 addressed to the bot (half questions about the past, half chat), each at its scheduled moment: a reply's latency
 counts from that moment, so a stalled event loop that delivers late is not excused (no coordinated omission).
-Then it waits for the replies still due, prints one line `RESULT {json}` and stops as the bot stops.
+Then it waits for the replies still due, prints one line `RESULT {json}` and stops as the bot stops. With
+LOAD_HISTORY the guild has that many messages of the last two weeks before READY, without vectors or summaries.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import os
 import random
 import time
+from datetime import timedelta
 from itertools import count
 from typing import Any
 
@@ -29,12 +31,15 @@ from bench.recall import vocabulary
 from bot.cli import main
 from bot.discord_bot import ElefantBot
 from bot.reply_deadline import SLOW, Answer
+from db.records import IncomingMessage
 
 INDEX = int(os.environ["LOAD_INDEX"])
 BASE = int(os.environ["LOAD_ID_BASE"])
 RATE = float(os.environ["LOAD_RATE"])
 SECONDS = float(os.environ["LOAD_SECONDS"])
 SHARE = float(os.environ.get("LOAD_SHARE", "0.05"))
+HISTORY = int(os.environ.get("LOAD_HISTORY", "0"))  # messages already said over the last HISTORY_DAYS
+HISTORY_DAYS = 14
 FAILING = "The model is failing right now"
 MEMBERS = [f"member{i:02}" for i in range(40)]
 
@@ -109,6 +114,34 @@ async def deliver(bot: ElefantBot, timings: Timings) -> int:
     return sent
 
 
+async def prefill(bot: ElefantBot, count_: int) -> None:
+    """The guild's past: `count_` messages over the last HISTORY_DAYS, stored before READY as an import stores them
+    (no vectors: the embedding backlog, the summaries of the finished days and the index are start-up work)."""
+    config = dpytest.get_config()
+    guild, channels, members = config.guilds[0], config.channels, config.members
+    rng = random.Random(100 + INDEX)
+    words, _ = vocabulary(random.Random(7))
+    now = discord.utils.utcnow()
+    step = timedelta(days=HISTORY_DAYS) / max(count_, 1)
+    for i in range(count_):
+        at = now - step * (count_ - i)
+        member = members[rng.randrange(len(members))]
+        await bot.memory.intake.message(
+            IncomingMessage(
+                guild_id=guild.id,
+                channel_id=channels[i % len(channels)].id,
+                message_id=discord.utils.time_snowflake(at) | INDEX << 17 | i % 4096,
+                author_id=member.id,
+                author_name=member.display_name,
+                content=" ".join(rng.choices(words[:2000], k=rng.randint(4, 14))),
+                created_at=at,
+            ),
+            wait=True,
+            embed_now=False,
+        )
+    await bot.memory.flush()
+
+
 async def _fake_start(self: ElefantBot, token: str, *, reconnect: bool = True) -> None:
     ids = count(BASE)
     factories.make_id = lambda: next(ids)
@@ -116,6 +149,8 @@ async def _fake_start(self: ElefantBot, token: str, *, reconnect: bool = True) -
     self._sync_commands = False
     await self._async_setup_hook()
     await self.setup_hook()
+    if HISTORY:
+        await prefill(self, HISTORY)
     counter = count()
     factories.make_id = lambda: (
         discord.utils.time_snowflake(discord.utils.utcnow()) | INDEX << 17 | next(counter) % 4096
