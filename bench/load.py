@@ -88,6 +88,7 @@ class Run:
     unembedded: int
     waiting: int
     let_go: int
+    embedded: int
     deadline: float
 
     @property
@@ -115,6 +116,7 @@ class Run:
             f"{100 * self.late / max(replies, 1):.0f} %",
             " / ".join(str(self.kinds.get(k, 0)) for k in ("model", "deadline", "offline")),
             f"{self.stall * 1000:.0f}",
+            f"{self.embedded:,}",
             f"{self.unembedded:,} ({self.waiting:,} / {self.let_go:,})",
         ]
 
@@ -129,6 +131,7 @@ HEADERS = [
     "over deadline + 1 s",
     "model / deadline / offline",
     "worst stall ms",
+    "embedded",
     "backlog at end (waiting / let go)",
 ]
 
@@ -204,6 +207,7 @@ async def one_run(args: argparse.Namespace, base_url: str, work: Path) -> Run:
         unembedded=left,
         waiting=sum(r["embedding_waiting"] or 0 for r in results),
         let_go=sum(r["embedding_let_go"] or 0 for r in results),
+        embedded=sum(r["embedded"] or 0 for r in results),
         deadline=args.deadline,
     )
     print(" | ".join(run.row()), "| passed" if run.passed else "| FAILED", flush=True)
