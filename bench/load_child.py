@@ -175,8 +175,8 @@ async def _fake_start(self: ElefantBot, token: str, *, reconnect: bool = True) -
         "unanswered": len(timings.due) - len(timings.latency),
         "kinds": timings.kinds,
         "worst_stall": stall.worst,
-        "embedding_waiting": embedding.waiting if embedding else None,
-        "embedding_let_go": embedding.let_go if embedding else None,
+        "embedding_waiting": getattr(embedding, "waiting", None),  # None before the bound (a baseline run)
+        "embedding_let_go": getattr(embedding, "let_go", None),
         "embedded": embedding.embedded if embedding else None,
     }
     print("RESULT " + json.dumps(result), flush=True)
