@@ -9,6 +9,7 @@ import signal
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
+from bot.answer_due import detached
 from bot.faults import storage_trouble
 
 log = logging.getLogger(__name__)
@@ -105,8 +106,9 @@ async def set_or_done(event: asyncio.Event, future: asyncio.Future[Any], *, with
 
 
 def spawn(coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
-    """Start a background task that is kept referenced and whose failure is logged, not lost."""
-    task = asyncio.create_task(coro, name=name)
+    """Start a background task that is kept referenced and whose failure is logged, not lost (and not hurried by
+    the reply that may have started it: it keeps its model retries)."""
+    task = asyncio.get_running_loop().create_task(coro, name=name, context=detached())
     keep(task, name=name)
     return task
 

@@ -15,6 +15,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from bot.answer_due import answer_by
 from bot.conversation import Decision, Request, Route
 from bot.faults import Fault, storage_trouble
 from bot.lifecycle import keep, spawn
@@ -96,7 +97,7 @@ class ReplyDeadline:
         started = time.perf_counter()
         progress = _Progress()
         late = False
-        task = asyncio.create_task(self._tracked(request, is_admin, progress), name="elefant-reply")
+        task = asyncio.create_task(self._tracked(request, is_admin, progress, deadline), name="elefant-reply")
         try:
             done, _ = await asyncio.wait({task}, timeout=deadline)
         except asyncio.CancelledError:  # the front end gave up (shutdown): same rule as a passed deadline
@@ -158,9 +159,10 @@ class ReplyDeadline:
         text = f"{AWAY}, {NOTHING_DONE}. What I still have in mind about you: {known}"
         return Answer(text, Route.CHAT, members=frozenset({request.author_id}))
 
-    async def _tracked(self, request: Request, is_admin: bool, progress: _Progress) -> Answer:
+    async def _tracked(self, request: Request, is_admin: bool, progress: _Progress, deadline: float) -> Answer:
         _PROGRESS.set(progress)  # in this task's own context: concurrent replies never see each other's
-        return await self._respond(request, is_admin=is_admin)
+        with answer_by(deadline):  # a model failure whose retry cannot land in time falls back at once
+            return await self._respond(request, is_admin=is_admin)
 
     def _finish_late(self, task: asyncio.Task[Answer], request: Request, on_late: LateAnswer | None) -> None:
         """Let a facts change finish, then report it: through `on_late`, else with the member's next reply."""

@@ -1,6 +1,6 @@
 """The reply deadline with the real google-genai client against the stub, wired as `run` wires it (open_app).
 
-Whatever the model does — hang, 429, 500, refuse the connection — every reply comes at the deadline (long before
+Whatever the model does — hang, 429, 500, refuse the connection — every reply comes by the deadline (long before
 the model's 30 s time-out or a 20 s retry delay) and carries the member's facts; a facts change that outlives
 the deadline finishes and is reported; an open breaker answers at once.
 """
@@ -107,7 +107,12 @@ async def test_every_reply_comes_within_the_deadline_and_carries_the_facts(sqlit
                 answer = await app.responder.respond_within(ask(text), deadline=DEADLINE)
                 elapsed = time.perf_counter() - started
                 assert elapsed < PAST_THE_DEADLINE, (route, elapsed)
-                assert FACTS in answer.text, (route, answer.text)
+                # An error with no retry that fits the deadline falls back at once (tests/test_answer_due.py): the
+                # offline remember and forget are done, so the facts carried are those stored now.
+                facts = await app.memory.facts.get(GUILD, ALICE)
+                assert facts and facts in answer.text, (route, answer.text)
+                if fault == "hanging":
+                    assert facts == FACTS  # the changes still wait on the model
                 if route == "recall":
                     assert "trip to Lisbon" in answer.text  # what was found, even without the model
         finally:

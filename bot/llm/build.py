@@ -107,7 +107,8 @@ def build_embedder(settings: Settings, llm: LLM, *, required: bool = False) -> G
         return None
     if model.lower() == "local":
         if installed():
-            return LocalEmbedder()  # loaded on first use: commands that never embed never pay for it
+            # Loaded on first use (commands that never embed never pay for it); documents in a niced child process.
+            return LocalEmbedder(process=True)
         if required:
             raise ConfigError(MISSING_WEIGHTS)
         load_minilm()  # says why there are no vectors, once

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from bot.llm import minilm_graph
+from bot.llm.embed_process import EncoderProcess
 
 log = logging.getLogger(__name__)
 PACKAGE = "all_minilm_l6_v2"
@@ -149,18 +150,26 @@ class NotReady(RuntimeError):
 
 class LocalEmbedder:
     """The Embedder protocol over MiniLM, loaded once in the background; it runs off the event loop, documents
-    in one thread and questions in another, so a question never waits behind a backlog batch."""
+    in one thread (or, as the bot runs it, a niced child process) and questions in another, so a question never
+    waits behind a backlog batch."""
 
     model = MODEL
     dimensions = DIMENSIONS
-    local = True  # it runs on this machine's CPU, beside replies
 
-    def __init__(self, minilm: MiniLM | None = None) -> None:
+    def __init__(self, minilm: MiniLM | None = None, *, process: bool = False) -> None:
         self._minilm = minilm
+        # `process`: documents go to a child process at nice 19 (bot/llm/embed_process.py), as the bot runs it.
+        self._documents = EncoderProcess() if process else None
         self._loading = threading.Lock()
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="elefant-embed", initializer=_yield_the_cpu)
         self._query_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="elefant-embed-query")
         self._warming: Future[MiniLM] | None = None
+
+    @property
+    def local(self) -> bool:
+        """Whether documents are encoded in this process, beside replies (the worker then runs them in slices and
+        lets replies go first); a niced child process leaves that to the kernel."""
+        return self._documents is None
 
     @property
     def ready(self) -> bool:
@@ -173,6 +182,8 @@ class LocalEmbedder:
             # On the questions' thread (normal priority; questions go on words alone until it is done): the
             # documents' thread runs at the lowest priority, and a busy machine would delay vectors for everyone.
             self._warming = self._query_thread.submit(self._model)
+        if self._documents is not None:
+            self._documents.warm()
 
     async def loaded(self) -> bool:
         """Wait for the model (a command that answers one question, a benchmark); False if it cannot load."""
@@ -193,6 +204,8 @@ class LocalEmbedder:
                 self.warm()
                 raise NotReady("the offline embedding model is still loading")
             return await asyncio.get_running_loop().run_in_executor(self._query_thread, self._encode, texts)
+        if self._documents is not None:
+            return await self._documents.encode(texts)
         return await asyncio.get_running_loop().run_in_executor(self._thread, self._encode, texts)
 
     def _model(self) -> MiniLM:
@@ -207,6 +220,8 @@ class LocalEmbedder:
         return (self._minilm or self._model()).encode(texts)
 
     def close(self) -> None:
-        """Stop the model's threads."""
+        """Stop the model's threads (and its process)."""
+        if self._documents is not None:
+            self._documents.close()
         self._thread.shutdown(wait=False, cancel_futures=True)
         self._query_thread.shutdown(wait=False, cancel_futures=True)

@@ -17,8 +17,9 @@ from typing import TypeVar
 
 from aiolimiter import AsyncLimiter
 from google.genai import errors
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_exponential_jitter
 
+from bot import answer_due
 from bot.llm.breaker import CircuitBreaker
 from bot.llm.tokens import estimate_tokens
 from bot.llm.types import Call, LLMError, LLMResult, LLMUnavailableError, Provider
@@ -141,6 +142,10 @@ class Lane:
         asked = server_retry_delay(exc)
         return min(max(self._backoff(state), asked), max(self._wait_max, asked))
 
+    def _stop(self, state: RetryCallState) -> bool:
+        # Under a reply's deadline a 429 or 500 whose retry would not fit (bot/answer_due.py) falls back now.
+        return state.attempt_number >= self.attempts or answer_due.no_time_for(state.upcoming_sleep)
+
     def _log_retry(self, operation: str, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
         cause = describe(exc, self.timeout_s) if exc is not None else "?"
@@ -151,7 +156,7 @@ class Lane:
         if not self.breaker.allow():
             raise LLMUnavailableError(f"{self.model} is skipped for a cool-down after repeated failures")
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.attempts),
+            stop=self._stop,
             wait=self._wait,
             retry=retry_if_exception(is_transient),
             before_sleep=lambda state: self._log_retry(operation, state),

@@ -6,6 +6,8 @@ import asyncio
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, TypeVar
 
+from bot.answer_due import detached
+
 T = TypeVar("T")
 
 
@@ -22,7 +24,12 @@ class SingleFlight:
         """
         future = self._running.get(key)
         if future is None or future.done():  # done but not yet unregistered: its result may be stale now
-            future = asyncio.ensure_future(factory())
+            work = factory()  # shared by whoever asks: not hurried by the deadline of the reply that asked first
+            future = (
+                asyncio.get_running_loop().create_task(work, context=detached())
+                if asyncio.iscoroutine(work)
+                else asyncio.ensure_future(work)
+            )
             self._running[key] = future
             future.add_done_callback(lambda done: self._forget(key, done))
         return future

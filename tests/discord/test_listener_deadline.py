@@ -7,6 +7,8 @@ asked for finishes afterwards and arrives as a follow-up reply.
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
+from types import SimpleNamespace
 
 import discord
 import discord.ext.test as dpytest
@@ -184,3 +186,11 @@ async def test_the_message_asking_is_never_embedded(bot, monkeypatch):
     finally:
         await worker.close()
     assert encoded == ["my kitten is called Pixel"]
+
+
+@pytest.mark.parametrize(("sent_ago", "left"), [(0.0, 10.0), (3.0, 7.0), (60.0, 5.0), (-30.0, 10.0)])
+def test_the_deadline_counts_from_when_the_member_sent_the_message(sent_ago: float, left: float) -> None:
+    """A reply the busy loop began 3 s late has 7 s left; at most half is taken (a clock ahead of Discord's); a
+    message dated in the future (a clock behind) leaves the whole deadline."""
+    sent = SimpleNamespace(created_at=discord.utils.utcnow() - timedelta(seconds=sent_ago))
+    assert listener.time_left(sent, 10.0) == pytest.approx(left, abs=0.2)  # type: ignore[arg-type]

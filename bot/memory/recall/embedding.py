@@ -1,7 +1,8 @@
 """Embedding messages in the background: what arrives now first, then the backlog (an import, a fresh install).
 
-Ingestion hands every stored message of people to `note`; a worker embeds them in batches (the model runs
-in its own thread, so the event loop is free), stores the vectors through the write-behind queue (after their
+Ingestion hands every stored message of people to `note`; a worker embeds them in batches, newest first, at
+most pending.PER_GUILD waiting per guild (the model runs in a process or thread of its own at the lowest CPU
+priority, so the event loop is free), stores the vectors through the write-behind queue (after their
 message, in order; a vector whose message is gone by then is dropped by the database) and adds them to the
 in-process index. When nothing new waits and there may be some, it embeds the newest messages that have no vector
 yet: at start, after a drop (an import, an edit, a purge, here or in another process), after a failure, and every
@@ -15,9 +16,7 @@ import contextlib
 import logging
 import math
 import time
-from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
@@ -25,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.faults import Fault, storage_trouble
 from bot.llm.embeddings import Embedder, Task
+from bot.memory.recall.pending import Pending, PendingTexts
 from bot.memory.recall.vectors import VectorIndex, quantize
 from bot.settings import Settings
 from db import vectors as store
@@ -96,17 +96,6 @@ def dimensions_of(embedder: Embedder, settings: Settings) -> int:
     return int(getattr(embedder, "dimensions", None) or settings.embedding_dimensions)
 
 
-@dataclass(frozen=True, slots=True)
-class Pending:
-    """A message to embed, with who wrote it when (the index keeps to members and times by them)."""
-
-    message_id: int
-    guild_id: int
-    text: str
-    user_id: int
-    at: float  # POSIX seconds
-
-
 class EmbeddingWorker:
     """Keeps every stored message of people embedded, newest first."""
 
@@ -131,7 +120,7 @@ class EmbeddingWorker:
         self._index = index
         self._store = store_vector
         self._sessions = sessions
-        self._pending: deque[Pending] = deque()
+        self._pending = PendingTexts()  # bounded per guild, newest first
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._asked = 1  # looks asked for (a fresh start asks one): there may be messages without a vector
@@ -147,16 +136,26 @@ class EmbeddingWorker:
         stored without being noted, by another process or an import, count once a scan of the backlog took them)."""
         return len(self._pending) + self._in_hand
 
+    def waiting(self) -> int:
+        """Texts noted and not embedded yet (at most pending.PER_GUILD a guild; older ones wait as backlog)."""
+        return len(self._pending)
+
+    @property
+    def let_go(self) -> int:
+        """Texts let go to the backlog scan since start, because their guild had PER_GUILD newer ones waiting."""
+        return self._pending.dropped
+
     def note(self, message_id: int, guild_id: int, text: str, user_id: int, at: datetime) -> None:
         """A message (or its new text) to embed soon."""
         if text.strip():
-            self._pending.append(Pending(message_id, guild_id, text, user_id, at.timestamp()))
+            if not self._pending.add(Pending(message_id, guild_id, text, user_id, at.timestamp())):
+                self._asked += 1  # an older text was let go: the backlog scan finds it once nothing new waits
             self._wake.set()
 
     def drop(self, guild_id: int) -> None:
         """Messages of the guild were deleted or rewritten: forget the texts waiting here (those still stored and
         without a vector come back from the backlog as they are now), and discard a batch being embedded."""
-        self._pending = deque(p for p in self._pending if p.guild_id != guild_id)
+        self._pending.forget(guild_id)
         self._epochs[guild_id] = self._epochs.get(guild_id, 0) + 1
         self._look_again()
 
@@ -192,7 +191,7 @@ class EmbeddingWorker:
                 size = BATCH if await self._replies.quiet() else BACKLOG_BATCH
                 epochs = dict(self._epochs)  # a guild dropped from here on: its part of the batch is discarded
                 if self._pending:
-                    batch = [self._pending.popleft() for _ in range(min(size, len(self._pending)))]
+                    batch = self._pending.take(size)
                 elif self._looked < self._asked or time.monotonic() - self._scanned >= RESCAN_SECONDS:
                     asked = self._asked
                     await self._flush()  # what was just embedded must be stored, or it reads as backlog

@@ -23,6 +23,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from db import vectors as store
 
 log = logging.getLogger(__name__)
+# One OpenMP thread: a question's search is one vector against a guild's index (0.1 ms), and a second thread that
+# the busy machine does not schedule at once keeps the first at OpenMP's barrier, on the event loop — 17 ms a
+# search under bench.load and a 52 ms p99 beside other work, against 2-3 ms with one. Builds run in a thread of
+# their own (`asyncio.to_thread`), where one OpenMP thread is also a bounded share of the CPU.
+faiss.omp_set_num_threads(1)
 IVF_FROM = 100_000
 NPROBE = 24
 SYNC_SECONDS = 10.0

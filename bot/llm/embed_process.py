@@ -1,0 +1,117 @@
+"""The documents' encoder in a child process at the lowest CPU priority, fed texts over a pipe.
+
+In the bot's own process the encoder's thread (even at nice 19, ONNX on one thread) still takes the GIL for
+tokenizing, pooling and its Python between runs: under a stream of messages the event loop waited for it, and
+three processes on two cores gave replies 11–15 s. A child process shares no GIL with the event loop, and at
+nice 19 the kernel gives it only the CPU that replies, SQL and the other processes leave; the bound on waiting
+texts (bot/memory/recall/pending.py) takes what it cannot do. The parent's side is one thread blocked in the
+pipe (no GIL while it waits). The child exits when the pipe closes (the bot stopped or died); a child that died
+is started again at the next batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import multiprocessing
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.connection import Connection
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+NICE = 19
+STOP_SECONDS = 5.0
+
+
+def _serve(conn: Connection, nice: int) -> None:
+    """The child: load the model, then encode each list of texts received until the pipe closes."""
+    with contextlib.suppress(OSError):
+        os.nice(nice)
+    from bot.llm.local_embedder import load_minilm
+
+    model = load_minilm()
+    while True:
+        try:
+            texts = conn.recv()
+        except (EOFError, OSError, KeyboardInterrupt):
+            return
+        try:
+            reply: Any = model.encode(texts) if model is not None else "the offline embedding model is not available"
+        except Exception as exc:  # noqa: BLE001 -- any failure goes to the parent, which logs it (backlog keeps the texts)
+            reply = f"{type(exc).__name__}: {exc}"
+        try:
+            conn.send(reply)
+        except (BrokenPipeError, OSError):
+            return
+
+
+class EncoderProcess:
+    """`await encode(texts)`: unit-length float32 rows computed in a niced child process."""
+
+    def __init__(self, *, nice: int = NICE) -> None:
+        self._nice = nice
+        self._lock = threading.Lock()  # one round trip at a time on the pipe
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="elefant-embed-pipe")
+        self._conn: Connection | None = None
+        self._process: multiprocessing.process.BaseProcess | None = None
+
+    def warm(self) -> None:
+        """Start the child soon, off the event loop (it loads the model at its own low priority)."""
+        self._thread.submit(self._started)
+
+    def _started(self) -> None:
+        with self._lock:
+            self._start()
+
+    def _start(self) -> Connection:
+        if self._conn is None or self._process is None or not self._process.is_alive():
+            self._stop()
+            context = multiprocessing.get_context("spawn")  # no copy of the bot's threads, loop or sockets
+            ours, theirs = context.Pipe()
+            process = context.Process(target=_serve, args=(theirs, self._nice), name="elefant-embed", daemon=True)
+            process.start()
+            theirs.close()
+            self._conn, self._process = ours, process
+        return self._conn
+
+    async def encode(self, texts: list[str]) -> np.ndarray:
+        """The texts' rows, from the child (started, or started again, when needed)."""
+        return await asyncio.get_running_loop().run_in_executor(self._thread, self._round_trip, list(texts))
+
+    def _round_trip(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            conn = self._start()
+            try:
+                conn.send(texts)
+                reply = conn.recv()
+            except (EOFError, OSError) as exc:  # the child died (killed, out of memory): a new one next time
+                self._stop()
+                raise RuntimeError("the embedding process stopped") from exc
+        if isinstance(reply, str):
+            raise RuntimeError(reply)
+        return np.asarray(reply, dtype=np.float32)
+
+    def _stop(self) -> None:
+        if self._conn is not None:
+            self._conn.close()  # the child reads EOF and exits
+            self._conn = None
+        if self._process is not None:
+            self._process.join(STOP_SECONDS)
+            if self._process.is_alive():
+                self._process.kill()
+                self._process.join(STOP_SECONDS)
+            self._process = None
+
+    def close(self) -> None:
+        """Stop the child (a batch under way is dropped: it is found again as backlog) and the pipe's thread."""
+        self._thread.shutdown(wait=False, cancel_futures=True)
+        process = self._process
+        if process is not None and process.is_alive():
+            process.kill()  # a round trip blocked in recv() reads EOF and lets go of the lock
+        with self._lock:
+            self._stop()
