@@ -128,6 +128,7 @@ class _Elefant:
     async def on_ready(self) -> None:
         """Log who we are once connected, and read back what was said while we were away."""
         bot: Any = self
+        self._was_ready = True
         if self.gateway.down:
             self.gateway.ok(replayed="new session; reading back what was said meanwhile")
         else:
@@ -140,8 +141,10 @@ class _Elefant:
         self.catch_up.request()
 
     async def on_disconnect(self) -> None:
-        """The gateway connection closed; discord.py reconnects by itself (and calls this at each failed try)."""
-        self.gateway.failed("the gateway connection closed; reconnecting")
+        """The gateway connection closed; discord.py reconnects by itself (and calls this at each failed try). Before
+        the first READY there was no connection to lose: a refused login says its own sentence (bot/start_up.py)."""
+        if getattr(self, "_was_ready", False):
+            self.gateway.failed("the gateway connection closed; reconnecting")
 
     async def close(self) -> None:
         """Stop reading history back (what it stored is stored), then disconnect."""

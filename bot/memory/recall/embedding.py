@@ -136,6 +136,7 @@ class EmbeddingWorker:
         stored without being noted, by another process or an import, count once a scan of the backlog took them)."""
         return len(self._pending) + self._in_hand
 
+    @property
     def waiting(self) -> int:
         """Texts noted and not embedded yet (at most pending.PER_GUILD a guild; older ones wait as backlog)."""
         return len(self._pending)
