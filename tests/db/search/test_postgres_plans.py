@@ -1,0 +1,72 @@
+"""PostgreSQL's plan for recall's message search, as asyncpg runs it: prepared, and after five runs possibly planned
+once for any parameters (a generic plan). That plan must still find the words through the GIN index."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import async_sessionmaker
+
+from db.engine import create_engine
+from db.search import messages as store
+from db.search.types import Search
+from tests.conftest import _asyncpg_dsn, _truncate_pg
+from tests.factories import ALICE, CHANNEL, GUILD, T0
+
+MESSAGES = 100_000
+
+
+def _literal(value: object) -> str:
+    """A parameter as a quoted SQL literal (EXECUTE takes no bound parameters)."""
+    if isinstance(value, datetime):
+        value = value.astimezone(UTC).isoformat()
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+async def _generic_plan(url: str, statement: str, params: tuple[Any, ...]) -> str:
+    connection = await asyncpg.connect(_asyncpg_dsn(url))
+    try:
+        await connection.execute("SET plan_cache_mode = force_generic_plan")
+        await connection.execute(f"PREPARE search AS {statement}")
+        rows = await connection.fetch(f"EXPLAIN EXECUTE search({', '.join(map(_literal, params))})")
+    finally:
+        await connection.close()
+    return "\n".join(r[0] for r in rows)
+
+
+async def test_the_generic_plan_finds_the_words_through_the_gin_index(pg_database: str):
+    await _truncate_pg(pg_database)
+    connection = await asyncpg.connect(_asyncpg_dsn(pg_database))
+    try:
+        rows = [
+            (2**60 + i, GUILD, CHANNEL, ALICE + i % 40, f"{'needle' if i % 2_000 == 0 else 'hay'} number {i}",
+             T0 - timedelta(minutes=MESSAGES - i))
+            for i in range(MESSAGES)
+        ]  # fmt: skip
+        columns = ["message_id", "guild_id", "channel_id", "user_id", "message_text", "timestamp"]
+        await connection.copy_records_to_table("chat_history", records=rows, columns=columns)
+        await connection.execute("ANALYZE chat_history")
+    finally:
+        await connection.close()
+    engine = create_engine(pg_database)
+    sent: list[tuple[str, tuple[Any, ...]]] = []
+
+    @event.listens_for(engine.sync_engine, "before_cursor_execute")
+    def keep(conn: object, cursor: object, statement: str, params: Any, context: object, many: bool) -> None:
+        if "ts_rank" in statement:
+            sent.append((statement, tuple(params)))
+
+    try:
+        async with async_sessionmaker(engine)() as session:
+            search = Search(GUILD, ("needle",), now=T0, here=CHANNEL, limit=10)
+            found = await store.search_messages(session, search)
+    finally:
+        await engine.dispose()
+    assert len(found) == 10 and all("needle" in row.text for row in found)
+    plan = await _generic_plan(pg_database, *sent[0])
+    # Not the guild's (guild_id, timestamp) index with the words tested on each of its messages.
+    assert "Bitmap Index Scan on ix_chat_history_search" in plan, plan
+    assert "ix_chat_history_guild_ts" not in plan and "Seq Scan on chat_history" not in plan, plan
