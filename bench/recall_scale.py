@@ -97,7 +97,9 @@ async def copy_to_postgres(path: Path, engine: AsyncEngine) -> float:
                 if table == "chat_history":
                     rows = [(*r[:5], datetime.fromisoformat(r[5]).replace(tzinfo=UTC)) for r in rows]
                 await target.copy_records_to_table(table, records=rows, columns=names)
-        await target.execute("ANALYZE")
+        # As autovacuum leaves it: without, the GIN index keeps the copy in its pending list (4 MB, scanned by
+        # every search: +5 ms a question at 200,000 messages).
+        await target.execute("VACUUM ANALYZE")
     finally:
         source.close()
         await target.close()

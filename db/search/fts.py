@@ -15,6 +15,7 @@ SEARCH_TABLE_PREFIXES = ("chat_fts", "summary_fts")
 SEARCH_COLUMN = "search"
 
 SQLITE_AGE = "max(0.0, julianday(:now) - julianday(c.timestamp))"  # in days
+POSTGRES_AGE = "greatest(0.0, extract(epoch FROM (:now - c.timestamp)) / 86400.0)"
 
 # Every message matching the words, found by the GIN index alone, with its ts_rank; the guild, scope, member and
 # period filter the rows it gives. OFFSET 0 keeps those filters out of the subquery: asyncpg prepares each
@@ -95,7 +96,7 @@ def matching_messages(search: Search, *, sqlite: bool) -> Ranked:
         POSTGRES_MATCHES,
         "c.rel",
         "c.user_id = :user_id" if search.user_id is not None else "1 = 1",
-        "greatest(0.0, extract(epoch FROM (:now - c.timestamp)) / 86400.0)",
+        POSTGRES_AGE,
         {"words": tsquery_words(search.terms), **params},
         [bindparam("words", type_=String()), *binds],
     )

@@ -12,6 +12,8 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from db.engine import create_engine
 from db.search import messages as store
+from db.search import postgres
+from db.search.planner import MANY
 from db.search.types import Search
 from tests.conftest import _asyncpg_dsn, _truncate_pg
 from tests.factories import ALICE, CHANNEL, GUILD, T0
@@ -70,3 +72,52 @@ async def test_the_generic_plan_finds_the_words_through_the_gin_index(pg_databas
     # Not the guild's (guild_id, timestamp) index with the words tested on each of its messages.
     assert "Bitmap Index Scan on ix_chat_history_search" in plan, plan
     assert "ix_chat_history_guild_ts" not in plan and "Seq Scan on chat_history" not in plan, plan
+
+
+async def _fill(url: str, bodies: list[str]) -> None:
+    connection = await asyncpg.connect(_asyncpg_dsn(url))
+    try:
+        rows = [
+            (2**60 + i, GUILD, CHANNEL, ALICE + i % 40, body, T0 - timedelta(minutes=len(bodies) - i))
+            for i, body in enumerate(bodies)
+        ]
+        columns = ["message_id", "guild_id", "channel_id", "user_id", "message_text", "timestamp"]
+        await connection.copy_records_to_table("chat_history", records=rows, columns=columns)
+        await connection.execute("ANALYZE chat_history")
+    finally:
+        await connection.close()
+
+
+async def test_common_words_rank_a_bounded_set_that_keeps_the_best_and_the_newest(pg_database: str):
+    """More matches than MANY: the messages holding every word (old ones here) and the newest are still found,
+    whichever way the newest are read, and as ranking every match finds them."""
+    await _truncate_pg(pg_database)
+    both = {7, 100, 900}  # message positions holding both words, long ago
+    bodies = [
+        "alpha beta together" if i in both else ("alpha alone here" if i % 2 else "beta alone there")
+        for i in range(8_000)
+    ]
+    await _fill(pg_database, bodies)
+    engine = create_engine(pg_database)
+    try:
+        async with async_sessionmaker(engine)() as session:
+            search = Search(GUILD, ("alpha", "beta"), now=T0, here=CHANNEL, limit=20)
+            assert await postgres.estimated_matches(session, search.terms) > MANY
+            assert await postgres.candidates(session, search) is not None
+            every = await store._search_messages(session, search, plan=None)  # ranking every match
+            found = {
+                walk: await store._search_messages(
+                    session, search, plan=None, ranked=postgres.bounded(search, walk=walk)
+                )
+                for walk in (False, True)
+            }
+            public = await store.search_messages(session, search)
+    finally:
+        await engine.dispose()
+    wanted = {2**60 + i for i in both}
+    assert {r.message_id for r in every[:3]} == wanted
+    newest = 2**60 + len(bodies) - 1
+    for rows in [*found.values(), public]:
+        assert {r.message_id for r in rows[:3]} == wanted  # every word: ranked first
+        assert newest in {r.message_id for r in rows}  # the newest holding a word: among the candidates
+    assert [r.message_id for r in found[False]] == [r.message_id for r in found[True]]
