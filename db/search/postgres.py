@@ -2,7 +2,7 @@
 
 Ranking every match costs a heap visit and a ts_rank for each (45,000 matches of two common words at 1,000,000
 messages: ~150 ms on two busy cores, where the GIN index finds them in a few). The matches are counted by the
-planner's own estimate (EXPLAIN: ANALYZE's most common lexemes, within a few per cent here; ~1 ms), and:
+planner's own estimate (EXPLAIN: ANALYZE's most common lexemes, within a few per cent here), and:
   - up to MANY: all of them are ranked (exact, and cheap at that size);
   - more: the DEPTH best holding every word and, for three words or more, the DEPTH best holding all but one
     (both small intersections, which the GIN index finds without visiting the other matches), and the RECENT
@@ -23,10 +23,6 @@ from db.search.fts import POSTGRES_AGE, Ranked, member_param, tsquery_words
 from db.search.planner import DEPTH, MANY, RECENT
 from db.search.types import Search
 
-_ESTIMATE = text(
-    "EXPLAIN (FORMAT JSON) SELECT 1 FROM chat_history WHERE search @@ websearch_to_tsquery('english', :words)"
-).bindparams(bindparam("words", type_=String()))
-_ROWS = text("SELECT reltuples FROM pg_class WHERE oid = 'chat_history'::regclass")
 _SUBQUERY = """(
         SELECT c.message_id AS id, {cover} AS cover FROM chat_history AS c,
                websearch_to_tsquery('english', :{name}) AS q(query)
@@ -40,27 +36,38 @@ _SUBQUERY = """(
 # second RECENT / (share of messages matching): the walk wins beyond √(RECENT × messages) matches.
 _NEWEST_BY_INDEX = ("c.search @@ q.query", "c.message_id + 0 DESC")
 _NEWEST_BY_WALK = ("ts_match_vq(c.search, q.query)", "c.timestamp DESC")
-_estimates: TTLCache[tuple[str, str], int] = TTLCache(maxsize=20_000, ttl=600)  # words ("": all rows)
+_estimates: TTLCache[tuple[str, str], int] = TTLCache(maxsize=20_000, ttl=600)  # (url, word or "": all)
 
 
-async def estimated_matches(session: AsyncSession, terms: tuple[str, ...]) -> int:
-    """How many messages hold any of the words, as PostgreSQL's planner estimates it (no row is read; cached a
-    while, like SQLite's counts: a chat's words recur, and the estimate only chooses the plan)."""
-    key = (str(session.bind.url), " ".join(sorted(set(terms))))  # type: ignore[union-attr]
-    if (matches := _estimates.get(key)) is None:
-        plan = await session.scalar(_ESTIMATE, {"words": tsquery_words(terms)})
-        matches = _estimates[key] = int(plan[0]["Plan"]["Plan Rows"])  # type: ignore[index]
-    return matches
+async def estimated_matches(session: AsyncSession, terms: tuple[str, ...]) -> tuple[int, int]:
+    """How many messages hold each word, summed (as SQLite's plan sums its counts), and how many the table holds,
+    as PostgreSQL's planner estimates them: one EXPLAIN for what was not estimated lately, no row read (cached a
+    while: a chat's words recur, counts change slowly, and they only choose the plan)."""
+    url = str(session.bind.url)  # type: ignore[union-attr]
+    missing = sorted({t for t in (*terms, "") if (url, t) not in _estimates})
+    if missing:
+        # "" is the whole table; every branch of the UNION ALL is one child of the plan's Append, in order.
+        branches = " UNION ALL ".join(
+            "SELECT 1 FROM chat_history" + (f" WHERE search @@ websearch_to_tsquery('english', :t{i})" if term else "")
+            for i, term in enumerate(missing)
+        )
+        query = text(f"EXPLAIN (FORMAT JSON) {branches}").bindparams(
+            *(bindparam(f"t{i}", type_=String()) for i, term in enumerate(missing) if term)
+        )
+        plan = (await session.scalar(query, {f"t{i}": t for i, t in enumerate(missing) if t}))[0]["Plan"]
+        for term, node in zip(missing, plan["Plans"] if len(missing) > 1 else [plan], strict=True):
+            _estimates[(url, term)] = int(node["Plan Rows"])
+    # An estimate gone since (a full cache) counts as common; the table as large.
+    return sum(_estimates.get((url, t), MANY + 1) for t in set(terms)), _estimates.get((url, ""), 1 << 40)
 
 
 async def candidates(session: AsyncSession, search: Search) -> Ranked | None:
     """The bounded candidates of a search with more than MANY matches (None: rank every match)."""
-    if search.bounded or not search.terms or (matches := await estimated_matches(session, search.terms)) <= MANY:
+    if search.bounded or not search.terms:
         return None
-    key = (str(session.bind.url), "")  # type: ignore[union-attr]
-    if (rows := _estimates.get(key)) is None:  # the table's messages: the walk reads at most the guild's
-        rows = _estimates[key] = int(await session.scalar(_ROWS) or 0)
-    return bounded(search, walk=matches * matches > RECENT * rows)
+    matches, rows = await estimated_matches(session, search.terms)
+    # The walk reads at most the guild's messages, RECENT / (share matching) of them.
+    return bounded(search, walk=matches * matches > RECENT * rows) if matches > MANY else None
 
 
 def bounded(search: Search, *, walk: bool) -> Ranked:
