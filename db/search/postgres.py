@@ -23,6 +23,10 @@ from db.search.fts import POSTGRES_AGE, Ranked, member_param, tsquery_words
 from db.search.planner import DEPTH, MANY, RECENT
 from db.search.types import Search
 
+_ESTIMATE = text(
+    "EXPLAIN (FORMAT JSON) SELECT 1 FROM chat_history WHERE search @@ websearch_to_tsquery('english', :words)"
+).bindparams(bindparam("words", type_=String()))
+_ROWS = text("SELECT reltuples FROM pg_class WHERE oid = 'chat_history'::regclass")
 _SUBQUERY = """(
         SELECT c.message_id AS id, {cover} AS cover FROM chat_history AS c,
                websearch_to_tsquery('english', :{name}) AS q(query)
@@ -36,29 +40,22 @@ _SUBQUERY = """(
 # second RECENT / (share of messages matching): the walk wins beyond √(RECENT × messages) matches.
 _NEWEST_BY_INDEX = ("c.search @@ q.query", "c.message_id + 0 DESC")
 _NEWEST_BY_WALK = ("ts_match_vq(c.search, q.query)", "c.timestamp DESC")
-_estimates: TTLCache[tuple[str, str], int] = TTLCache(maxsize=20_000, ttl=600)  # (url, word or "": all)
+_estimates: TTLCache[tuple[str, str], int] = TTLCache(maxsize=20_000, ttl=600)  # (url, words or "": all)
 
 
 async def estimated_matches(session: AsyncSession, terms: tuple[str, ...]) -> tuple[int, int]:
-    """How many messages hold each word, summed (as SQLite's plan sums its counts), and how many the table holds,
-    as PostgreSQL's planner estimates them: one EXPLAIN for what was not estimated lately, no row read (cached a
-    while: a chat's words recur, counts change slowly, and they only choose the plan)."""
+    """How many messages hold any of the words, and how many the table holds, as PostgreSQL's planner estimates
+    them: no row is read (cached a while, like SQLite's counts: a chat's words recur, counts change slowly, and
+    they only choose the plan). The words are estimated together: a plan of one branch per word may be parallel,
+    and a parallel scan's estimate is per worker, its branches in any order."""
     url = str(session.bind.url)  # type: ignore[union-attr]
-    missing = sorted({t for t in (*terms, "") if (url, t) not in _estimates})
-    if missing:
-        # "" is the whole table; every branch of the UNION ALL is one child of the plan's Append, in order.
-        branches = " UNION ALL ".join(
-            "SELECT 1 FROM chat_history" + (f" WHERE search @@ websearch_to_tsquery('english', :t{i})" if term else "")
-            for i, term in enumerate(missing)
-        )
-        query = text(f"EXPLAIN (FORMAT JSON) {branches}").bindparams(
-            *(bindparam(f"t{i}", type_=String()) for i, term in enumerate(missing) if term)
-        )
-        plan = (await session.scalar(query, {f"t{i}": t for i, t in enumerate(missing) if t}))[0]["Plan"]
-        for term, node in zip(missing, plan["Plans"] if len(missing) > 1 else [plan], strict=True):
-            _estimates[(url, term)] = int(node["Plan Rows"])
-    # An estimate gone since (a full cache) counts as common; the table as large.
-    return sum(_estimates.get((url, t), MANY + 1) for t in set(terms)), _estimates.get((url, ""), 1 << 40)
+    key = (url, " or ".join(sorted(set(terms))))
+    if (matches := _estimates.get(key)) is None:
+        plan = await session.scalar(_ESTIMATE, {"words": tsquery_words(terms)})
+        matches = _estimates[key] = int(plan[0]["Plan"]["Plan Rows"])  # type: ignore[index]
+    if (rows := _estimates.get((url, ""))) is None:
+        rows = _estimates[(url, "")] = int(await session.scalar(_ROWS) or 0)
+    return matches, rows
 
 
 async def candidates(session: AsyncSession, search: Search) -> Ranked | None:
