@@ -7,6 +7,7 @@ db/scope.py, composed into every query here.
 - types: what a search is asked (`Search`) and the rows it gives back;
 - fts: the full-text query languages (FTS5 MATCH, tsvector) and their SQL;
 - planner: on SQLite, which candidates to rank (counts of words, the cut of the best matches);
+- postgres: on PostgreSQL, which candidates to rank (the planner's estimate of matches, the same bounded set);
 - messages: the message search that ties them, and a member's newest messages;
 - summaries: the daily summaries' search;
 - turns: messages by id (the vectors' candidates) and the turns around hits;

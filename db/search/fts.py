@@ -15,6 +15,19 @@ SEARCH_TABLE_PREFIXES = ("chat_fts", "summary_fts")
 SEARCH_COLUMN = "search"
 
 SQLITE_AGE = "max(0.0, julianday(:now) - julianday(c.timestamp))"  # in days
+POSTGRES_AGE = "greatest(0.0, extract(epoch FROM (:now - c.timestamp)) / 86400.0)"
+
+# Every message matching the words, found by the GIN index alone, with its ts_rank; the guild, scope, member and
+# period filter the rows it gives. OFFSET 0 keeps those filters out of the subquery: asyncpg prepares each
+# statement, and after five runs PostgreSQL may plan it once for any parameters; that generic plan, seeing a
+# guild and a period it cannot estimate, walked the guild's (guild_id, timestamp) index and tested the words on
+# every message (150 ms at 200,000 messages, where the GIN index finds 1,300 matches in 9 ms).
+POSTGRES_MATCHES = """(
+        SELECT c.message_id, c.guild_id, c.channel_id, c.user_id, c.kind, c.message_text, c.timestamp,
+               c.reply_to_id, ts_rank(c.search, q.query, 1) AS rel
+        FROM chat_history AS c, websearch_to_tsquery('english', :words) AS q(query)
+        WHERE c.search @@ q.query OFFSET 0
+    ) AS c"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,10 +93,10 @@ def matching_messages(search: Search, *, sqlite: bool) -> Ranked:
         )
     params, binds = member_param(search.user_id)
     return Ranked(
-        "chat_history AS c, websearch_to_tsquery('english', :words) AS q(query)",
-        "ts_rank(c.search, q.query, 1)",
-        "c.search @@ q.query" + (" AND c.user_id = :user_id" if search.user_id is not None else ""),
-        "greatest(0.0, extract(epoch FROM (:now - c.timestamp)) / 86400.0)",
+        POSTGRES_MATCHES,
+        "c.rel",
+        "c.user_id = :user_id" if search.user_id is not None else "1 = 1",
+        POSTGRES_AGE,
         {"words": tsquery_words(search.terms), **params},
         [bindparam("words", type_=String()), *binds],
     )

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from db import scope as scoping
 from db.models import ChatMessage
 from db.scope import Scope
-from db.search import driver, fts, planner
+from db.search import driver, fts, planner, postgres
 from db.search.planner import Plan
 from db.search.types import FAR_FUTURE, FAR_PAST, MessageRow, Search, decay_rate
 from db.types import UTCDateTime
@@ -23,7 +23,9 @@ Guessed = tuple[Plan, list[MessageRow], bool]  # the cut sent, its rows, whether
 
 async def search_messages(session: AsyncSession, search: Search) -> list[MessageRow]:
     """The best `limit` messages by relevance × decay."""
-    if not driver.is_sqlite(session) or search.bounded:
+    if not driver.is_sqlite(session):
+        return await _search_messages(session, search, plan=None, ranked=await postgres.candidates(session, search))
+    if search.bounded:
         return await _search_messages(session, search, plan=None)
     guessed = await _guessed(session, search)
     plan = await planner.sqlite_plan(session, search.guild_id, search.terms, search.user_id)
@@ -105,12 +107,13 @@ async def _search_messages(
     plan: Plan | None,
     members: list[int] | None = None,
     member_limit: int = 0,
+    ranked: fts.Ranked | None = None,
 ) -> list[MessageRow]:
-    """The plan's candidates (None: every full-text match) ranked by relevance × decay, the best `limit`; with
-    `members`, each member's own best `member_limit` too, from the same ranking."""
+    """The plan's candidates (None: every full-text match, or `ranked`'s) ranked by relevance × decay, the best
+    `limit`; with `members`, each member's own best `member_limit` too, from the same ranking."""
     if plan is not None:
         ranked = planner.ranked(plan, search.user_id)
-    else:
+    elif ranked is None:
         ranked = fts.matching_messages(search, sqlite=driver.is_sqlite(session))
     sql = _ranked_sql(ranked, members=bool(members))
     params: dict[str, object] = {
