@@ -10,7 +10,6 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from bot.answer_due import detached
-from bot.faults import storage_trouble
 
 log = logging.getLogger(__name__)
 _background: dict[asyncio.Future[Any], str] = {}
@@ -142,6 +141,9 @@ def _under_way() -> list[tuple[asyncio.Future[Any], str]]:
 def _finished(future: asyncio.Future[Any], name: str) -> None:
     _background.pop(future, None)
     if not future.cancelled() and (exc := future.exception()) is not None:
+        # Imported here: the CLI's `--help` imports this module and must not import SQLAlchemy (bot/faults.py does).
+        from bot.faults import storage_trouble
+
         if storage_trouble(exc):  # the storage fault (bot/faults.py) says once that the database is away
             log.debug("background work %s failed", name, exc_info=exc)
         else:
