@@ -22,57 +22,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
-import multiprocessing
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bench.common import postgres_engine, print_table
-from bench.reply import bench_model
+from bench.reply import stub_process
 from bot.llm.local_embedder import MODEL
 from db import vectors
 from db.engine import create_session_factory
-from fakes.gemini_stub import GeminiStub
 
 ROOT = Path(__file__).resolve().parents[1]
 PG_URL = os.environ.get("TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
-
-
-def _serve(pipe: Connection, latency: float) -> None:
-    """The stub's process: every answer after `latency` seconds, until the benchmark closes the pipe."""
-
-    async def serve() -> None:
-        stub = await GeminiStub(responder=bench_model, latency=latency).start()
-        pipe.send(stub.base_url)
-        await asyncio.get_running_loop().run_in_executor(None, pipe.recv_bytes)  # EOF: the benchmark is done
-        await stub.stop()
-
-    with contextlib.suppress(EOFError):
-        asyncio.run(serve())
-
-
-@contextmanager
-def stub_process(latency: float) -> Iterator[str]:
-    """The Gemini stub at `latency` in a process of its own (its base URL): serving costs the bots nothing."""
-    ours, theirs = multiprocessing.Pipe()
-    process = multiprocessing.get_context("spawn").Process(target=_serve, args=(theirs, latency), daemon=True)
-    process.start()
-    try:
-        yield ours.recv()
-    finally:
-        ours.close()
-        process.join(timeout=5)
-        process.kill()
 
 
 @dataclass(frozen=True)

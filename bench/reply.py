@@ -66,11 +66,11 @@ def bench_model(request: StubRequest) -> Reply:
     return scripted_model(request)
 
 
-def _serve(pipe: Connection) -> None:
-    """The stub's process: serve until the benchmark closes the pipe."""
+def _serve(pipe: Connection, latency: float) -> None:
+    """The stub's process: every answer after `latency` seconds, until the benchmark closes the pipe."""
 
     async def serve() -> None:
-        stub = await GeminiStub(responder=bench_model).start()
+        stub = await GeminiStub(responder=bench_model, latency=latency).start()
         pipe.send(stub.base_url)
         await asyncio.get_running_loop().run_in_executor(None, pipe.recv_bytes)  # EOF: the benchmark is done
         await stub.stop()
@@ -80,11 +80,11 @@ def _serve(pipe: Connection) -> None:
 
 
 @contextmanager
-def stub_process() -> Iterator[str]:
-    """The Gemini stub in a process of its own (its base URL), so serving a reply costs the bot nothing: a real
-    model runs elsewhere too."""
+def stub_process(latency: float = 0.0) -> Iterator[str]:
+    """The Gemini stub (answering after `latency` seconds) in a process of its own (its base URL), so serving a
+    reply costs the bot nothing: a real model runs elsewhere too (bench.reply, bench.load)."""
     ours, theirs = multiprocessing.Pipe()
-    process = multiprocessing.get_context("spawn").Process(target=_serve, args=(theirs,), daemon=True)
+    process = multiprocessing.get_context("spawn").Process(target=_serve, args=(theirs, latency), daemon=True)
     process.start()
     try:
         yield ours.recv()

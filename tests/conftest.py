@@ -140,3 +140,11 @@ async def llm(request: pytest.FixtureRequest) -> AsyncIterator[LLM]:
 def settings(db_url: str, tmp_path: Path) -> Settings:
     """Settings for tests: no .env, no keys, the test database."""
     return Settings(_env_file=None, database_url=db_url, gemini_api_key=None, discord_token=None)  # type: ignore[call-arg]
+
+
+@pytest.fixture
+async def stub() -> AsyncIterator[GeminiStub]:
+    """The Gemini stub answering as the scripted model does (a test that needs other answers defines its own)."""
+    server = await GeminiStub(responder=scripted_model).start()
+    yield server
+    await server.stop()

@@ -20,7 +20,6 @@ from bot.reply_deadline import AWAY
 from db.engine import create_engine, create_session_factory
 from db.models import ChatMessage
 from fakes.gemini_stub import GeminiStub
-from fakes.model_doubles import scripted_model
 from tests.discord.test_listener_deadline import next_message
 from tests.private_postgres import PrivateServer
 from tests.test_reply_deadline import settings_for
@@ -29,13 +28,6 @@ OUTAGE_SECONDS = 4.0
 BURST = 200
 NOISY = ("discord", "httpx", "google_genai", "aiosqlite", "alembic", "faiss")
 HANDFUL = 8  # down, (still down), spill, back, caught up: what a person needs, not a line per attempt
-
-
-@pytest.fixture
-async def stub():
-    server = await GeminiStub(responder=scripted_model).start()
-    yield server
-    await server.stop()
 
 
 @pytest.fixture

@@ -23,7 +23,6 @@ from bot.conversation import Request
 from bot.reply_deadline import AWAY
 from bot.settings import Settings
 from fakes.gemini_stub import GeminiStub, error, hang
-from fakes.model_doubles import scripted_model
 from tests.factories import ALICE, CHANNEL, GUILD, message
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,13 +46,6 @@ def sqlite_url(sqlite_template: Path, tmp_path: Path) -> str:
     path = tmp_path / "elefant.db"
     shutil.copy(sqlite_template, path)
     return f"sqlite+aiosqlite:///{path}"
-
-
-@pytest.fixture
-async def stub():
-    server = await GeminiStub(responder=scripted_model).start()
-    yield server
-    await server.stop()
 
 
 def settings_for(db_url: str, base_url: str, **overrides) -> Settings:

@@ -20,16 +20,8 @@ from bot.app import open_app
 from bot.cogs import listener
 from bot.discord_bot import ElefantBot
 from bot.llm.local_embedder import DIMENSIONS
-from fakes.gemini_stub import GeminiStub, hang
-from fakes.model_doubles import scripted_model
+from fakes.gemini_stub import hang
 from tests.test_reply_deadline import settings_for
-
-
-@pytest.fixture
-async def stub():
-    server = await GeminiStub(responder=scripted_model).start()
-    yield server
-    await server.stop()
 
 
 @pytest.fixture

@@ -6,23 +6,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
-
 from bot.memory.manager import MemoryManager
 from bot.memory.recall.ranking import Hit, distinct, interleave
 from db.summaries import save_day
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, T0, message
-from tests.memory.facts.test_store import AppendingModel
 
 CAROL = 2**60 + 1003
-
-
-@pytest.fixture
-async def memory(engine, settings):
-    memory = MemoryManager(engine, settings, facts_model=AppendingModel())
-    await memory.start()
-    yield memory
-    await memory.close()
 
 
 async def said(memory: MemoryManager, lines: list[tuple[int, str, int]]) -> None:

@@ -10,17 +10,8 @@ import pytest
 from bot.memory.manager import MemoryManager
 from bot.memory.recall.ranking import RECENCY, RECENT_BONUS, WHO_BONUS
 from tests.factories import ALICE, BOB, GUILD, T0, message
-from tests.memory.facts.test_store import AppendingModel
 
 NOW = T0
-
-
-@pytest.fixture
-async def memory(engine, settings):
-    memory = MemoryManager(engine, settings, facts_model=AppendingModel())
-    await memory.start()
-    yield memory
-    await memory.close()
 
 
 async def said(memory: MemoryManager, corpus: list[tuple[float, int, str, str]]) -> dict[int, int]:

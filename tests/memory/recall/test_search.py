@@ -46,14 +46,6 @@ async def fill(memory: MemoryManager, corpus=CORPUS, guild=GUILD) -> dict[str, i
     return ids
 
 
-@pytest.fixture
-async def memory(engine, settings):
-    memory = MemoryManager(engine, settings, facts_model=AppendingModel())
-    await memory.start()
-    yield memory
-    await memory.close()
-
-
 def test_query_terms_drop_question_scaffolding():
     assert query_terms("When did Bob mention his exam?") == ["bob", "exam"]
     assert query_terms("What did we decide about the trip last month?") == ["decide", "trip"]

@@ -50,13 +50,6 @@ async def pg(pg_database):
 
 
 @pytest.fixture
-async def stub():
-    server = await GeminiStub(responder=scripted_model).start()
-    yield server
-    await server.stop()
-
-
-@pytest.fixture
 async def managers(pg, stub):
     """Managers as separate processes would have them: each its own engine, caches and model client."""
     made: list[tuple[MemoryManager, object]] = []

@@ -29,13 +29,6 @@ def daily_calls(stub: GeminiStub) -> int:
 
 
 @pytest.fixture
-async def stub():
-    server = await GeminiStub(responder=scripted_model).start()
-    yield server
-    await server.stop()
-
-
-@pytest.fixture
 async def make(engine, settings, stub):
     """Build MemoryManagers on the shared database, each with its own caches, against the stub."""
     built: list[tuple[MemoryManager, LLM]] = []

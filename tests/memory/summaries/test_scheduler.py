@@ -31,13 +31,6 @@ def summarised_days(stub: GeminiStub) -> list[str]:
 
 
 @pytest.fixture
-async def stub():
-    server = await GeminiStub(responder=scripted_model).start()
-    yield server
-    await server.stop()
-
-
-@pytest.fixture
 async def make(engine, settings, stub):
     built: list[MemoryManager] = []
 
