@@ -16,7 +16,7 @@ from bot import answer_due
 from bot.app import open_app
 from bot.reply_deadline import SLOW
 from fakes.gemini_stub import GeminiStub, error
-from tests.test_reply_deadline import ask, seed, settings_for, sqlite_url, stub  # noqa: F401 -- fixtures
+from tests.test_reply_deadline import ask, seed, settings_for, sqlite_url  # noqa: F401 -- fixtures
 
 HANG_GUARD = 60.0  # a reply that waited for retries would take the deadline (10 s) each; this only stops a hang
 FAILING = "The model is failing right now"

@@ -16,6 +16,7 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
@@ -30,6 +31,8 @@ STOP_SECONDS = 5.0
 
 def _serve(conn: Connection, nice: int) -> None:
     """The child: load the model, then encode each list of texts received until the pipe closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the bot decides when it stops: the pipe closes then
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked since its start (`_start`)
     with contextlib.suppress(OSError):
         os.nice(nice)
     from bot.llm.local_embedder import load_minilm
@@ -74,7 +77,13 @@ class EncoderProcess:
             context = multiprocessing.get_context("spawn")  # no copy of the bot's threads, loop or sockets
             ours, theirs = context.Pipe()
             process = context.Process(target=_serve, args=(theirs, self._nice), name="elefant-embed", daemon=True)
-            process.start()
+            # Ctrl-C at a terminal reaches the whole process group: a child still starting printed a
+            # KeyboardInterrupt traceback. It starts with SIGINT blocked (a mask survives exec) and ignores it.
+            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                process.start()
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
             theirs.close()
             self._conn, self._process = ours, process
         return self._conn
