@@ -6,7 +6,9 @@ three processes on two cores gave replies 11–15 s. A child process shares no G
 nice 19 the kernel gives it only the CPU that replies, SQL and the other processes leave; the bound on waiting
 texts (bot/memory/recall/pending.py) takes what it cannot do. The parent's side is one thread blocked in the
 pipe (no GIL while it waits). The child exits when the pipe closes (the bot stopped or died); a child that died
-is started again at the next batch.
+is started again at the next batch. It runs in a session of its own: Ctrl-C at the console's terminal goes to the
+terminal's process group, and a child still starting printed a KeyboardInterrupt traceback (the bot decides when
+it stops; the pipe closes then).
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import multiprocessing
 import os
-import signal
+import socket
+import subprocess
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
@@ -31,8 +34,6 @@ STOP_SECONDS = 5.0
 
 def _serve(conn: Connection, nice: int) -> None:
     """The child: load the model, then encode each list of texts received until the pipe closes."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the bot decides when it stops: the pipe closes then
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked since its start (`_start`)
     with contextlib.suppress(OSError):
         os.nice(nice)
     from bot.llm.local_embedder import load_minilm
@@ -61,7 +62,7 @@ class EncoderProcess:
         self._lock = threading.Lock()  # one round trip at a time on the pipe
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="elefant-embed-pipe")
         self._conn: Connection | None = None
-        self._process: multiprocessing.process.BaseProcess | None = None
+        self._process: subprocess.Popen[bytes] | None = None
 
     def warm(self) -> None:
         """Start the child soon, off the event loop (it loads the model at its own low priority)."""
@@ -72,20 +73,16 @@ class EncoderProcess:
             self._start()
 
     def _start(self) -> Connection:
-        if self._conn is None or self._process is None or not self._process.is_alive():
+        if self._conn is None or self._process is None or self._process.poll() is not None:
             self._stop()
-            context = multiprocessing.get_context("spawn")  # no copy of the bot's threads, loop or sockets
-            ours, theirs = context.Pipe()
-            process = context.Process(target=_serve, args=(theirs, self._nice), name="elefant-embed", daemon=True)
-            # Ctrl-C at a terminal reaches the whole process group: a child still starting printed a
-            # KeyboardInterrupt traceback. It starts with SIGINT blocked (a mask survives exec) and ignores it.
-            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-            try:
-                process.start()
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+            ours, theirs = socket.socketpair()
+            self._process = subprocess.Popen(  # noqa: S603 -- this interpreter, this module
+                [sys.executable, "-m", __name__, str(theirs.fileno()), str(self._nice)],
+                pass_fds=[theirs.fileno()],
+                start_new_session=True,
+            )
             theirs.close()
-            self._conn, self._process = ours, process
+            self._conn = Connection(ours.detach())
         return self._conn
 
     async def encode(self, texts: list[str]) -> np.ndarray:
@@ -110,17 +107,22 @@ class EncoderProcess:
             self._conn.close()  # the child reads EOF and exits
             self._conn = None
         if self._process is not None:
-            self._process.join(STOP_SECONDS)
-            if self._process.is_alive():
+            try:
+                self._process.wait(STOP_SECONDS)
+            except subprocess.TimeoutExpired:
                 self._process.kill()
-                self._process.join(STOP_SECONDS)
+                self._process.wait(STOP_SECONDS)
             self._process = None
 
     def close(self) -> None:
         """Stop the child (a batch under way is dropped: it is found again as backlog) and the pipe's thread."""
         self._thread.shutdown(wait=False, cancel_futures=True)
         process = self._process
-        if process is not None and process.is_alive():
+        if process is not None and process.poll() is None:
             process.kill()  # a round trip blocked in recv() reads EOF and lets go of the lock
         with self._lock:
             self._stop()
+
+
+if __name__ == "__main__":  # the child, started by EncoderProcess._start: the pipe's descriptor and the niceness
+    _serve(Connection(int(sys.argv[1])), int(sys.argv[2]))
