@@ -30,6 +30,8 @@ import numpy as np
 log = logging.getLogger(__name__)
 NICE = 19
 STOP_SECONDS = 5.0
+# The child's program: the pipe's descriptor and the niceness come as its arguments.
+CHILD = "import sys; from bot.llm.embed_process import child; child(sys.argv[1:])"
 
 
 def _serve(conn: Connection, nice: int) -> None:
@@ -52,6 +54,11 @@ def _serve(conn: Connection, nice: int) -> None:
             conn.send(reply)
         except (BrokenPipeError, OSError):
             return
+
+
+def child(argv: list[str]) -> None:
+    """The child's entry (`CHILD`): serve on the inherited pipe at the given niceness."""
+    _serve(Connection(int(argv[0])), int(argv[1]))
 
 
 class EncoderProcess:
@@ -77,7 +84,8 @@ class EncoderProcess:
             self._stop()
             ours, theirs = socket.socketpair()
             self._process = subprocess.Popen(  # noqa: S603 -- this interpreter, this module
-                [sys.executable, "-m", __name__, str(theirs.fileno()), str(self._nice)],
+                # -c, not -m: bot.llm imports this module first, and runpy warns about running it again.
+                [sys.executable, "-c", CHILD, str(theirs.fileno()), str(self._nice)],
                 pass_fds=[theirs.fileno()],
                 start_new_session=True,
             )
@@ -122,7 +130,3 @@ class EncoderProcess:
             process.kill()  # a round trip blocked in recv() reads EOF and lets go of the lock
         with self._lock:
             self._stop()
-
-
-if __name__ == "__main__":  # the child, started by EncoderProcess._start: the pipe's descriptor and the niceness
-    _serve(Connection(int(sys.argv[1])), int(sys.argv[2]))
