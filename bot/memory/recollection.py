@@ -113,7 +113,7 @@ class Recollection:
         """
         now = now or self._clock.now()
         zone = self._choices.zone(guild_id)
-        question = await read_question(query, now=now, zone=zone, resolve=partial(self._names.resolve_all, guild_id))
+        question = await self._read(guild_id, query, now=now, zone=zone)
         messages, summaries = await self._recall.find(
             guild_id, question, now=now, zone=zone, here=channel_id, since=since, until=self._until(until),
             user_id=user_id,
@@ -155,14 +155,13 @@ class Recollection:
     async def _questions(self, guild_id: int, text: str, *, now: datetime, zone: str) -> list[Question]:
         """The message read as a question, or each of its parts if it asks about different people or times; a part
         that names no one is about whom the whole names ("Rui's band, and where was their first gig?")."""
-        resolve = partial(self._names.resolve_all, guild_id)
-        whole = await read_question(text, now=now, zone=zone, resolve=resolve)
+        whole = await self._read(guild_id, text, now=now, zone=zone)
         parts = parts_of(text) if self._recall.options.parts else [text]
         if len(parts) == 1:
             return [whole]
         asked = []
         for part in parts:
-            question = await read_question(part, now=now, zone=zone, resolve=resolve)
+            question = await self._read(guild_id, part, now=now, zone=zone)
             asked.append(question if question.members else replace(question, members=whole.members))
         # Parts about the same people at the same time are one story asked twice over ("what did Mel build, and
         # what wood was it?"): the whole question finds both halves better (0.89 against 0.83 on the benchmark).
@@ -185,17 +184,19 @@ class Recollection:
         """What recall gives the model for a message: snippets around the best hits, then summaries in what they
         leave of the budget, packed.
 
-        `floor` (every reply): nothing unless one of the best FLOOR_HITS clears `Hit.relevant` (most of the
-        message's words, or clearly its meaning), so a chat about nothing in particular costs nothing, while a
-        question in any form gets the whole recall. `found`: `search(…, summaries=False)` for this message, under
-        way (its summaries are searched here). `asked_in`: the stored message that asks (it matches itself best and
-        answers nothing; stored as addressed to the bot it is no candidate, but an older version stored questions
-        as speech).
+        `floor` (every reply): nothing unless the message points at something memory may hold (`_worth_telling`),
+        so a chat about nothing in particular costs nothing, while a question in any form gets the whole recall.
+        `found`: `search(…, summaries=False)` for this message, under way (its summaries are searched here).
+        `asked_in`: the stored message that asks (it matches itself best and answers nothing; stored as addressed
+        to the bot it is no candidate, but an older version stored questions as speech).
         """
         zone = self._choices.zone(guild_id)
         now = now or self._clock.now()
         searched = found or self.search(guild_id, text, channel_id=channel_id, now=now, summaries=False)
-        summarising = asyncio.ensure_future(self._summaries_for(guild_id, text, now=now, zone=zone))
+        question = await self._read(guild_id, text, now=now, zone=zone)  # for the summaries and the floor
+        summarising = asyncio.ensure_future(
+            self._recall.find_summaries(guild_id, question, now=now, zone=zone, until=self._until())
+        )
         try:
             hits, _ = await searched
         except BaseException:
@@ -203,7 +204,7 @@ class Recollection:
             raise
         hits = [h for h in hits if asked_in is None or h.message_id != asked_in]
         hits = distinct(hits) if self._recall.options.repeats else hits
-        if floor and not await self._worth_telling(guild_id, text, hits, now=now, zone=zone):
+        if floor and not self._worth_telling(question, hits):
             summarising.cancel()
             return Recalled()
         snippets = await self._recall.snippets(guild_id, hits, here=channel_id, until=self._until())
@@ -216,18 +217,18 @@ class Recollection:
         packed = pack(snippets, summaries, names, budget=budget or self._budget, zone=zone)
         return Recalled(snippets, summaries, packed.text, packed.hits(hits))
 
-    async def _worth_telling(self, guild_id: int, text: str, hits: list[Hit], *, now: datetime, zone: str) -> bool:
+    @staticmethod
+    def _worth_telling(question: Question, hits: list[Hit]) -> bool:
         """The relevance floor of a reply's recall. Similarity alone cannot be it: "good morning everyone" finds its
         twins in any guild (cosine 0.8), while a question's answer is mostly a paraphrase of it (cosine 0.3–0.7).
         So what the message points at decides (a member, a time, a question with words to search for), and a
         remark of a few words earns recall only by a hit holding most of its words or clearly its meaning."""
-        question = await read_question(text, now=now, zone=zone, resolve=partial(self._names.resolve_all, guild_id))
         asking = asks_after(question)
         return asking if asking is not None else any(h.relevant() for h in hits[:FLOOR_HITS])
 
-    async def _summaries_for(self, guild_id: int, text: str, *, now: datetime, zone: str) -> list[Hit]:
-        question = await read_question(text, now=now, zone=zone, resolve=partial(self._names.resolve_all, guild_id))
-        return await self._recall.find_summaries(guild_id, question, now=now, zone=zone, until=self._until())
+    def _read(self, guild_id: int, text: str, *, now: datetime, zone: str) -> Awaitable[Question]:
+        """`text` read as a question, the members it names looked up among the guild's names."""
+        return read_question(text, now=now, zone=zone, resolve=partial(self._names.resolve_all, guild_id))
 
     def _until(self, until: datetime | None = None) -> datetime | None:
         """The end of what a search may show: `until`, and never past a replayed moment (the clock's horizon)."""
