@@ -208,7 +208,7 @@ async def test_every_route_recalls_from_one_whole_search_and_a_remark_about_noth
     original = memory.recollection.search
 
     async def search(*args, **kwargs):
-        searches.append(kwargs.get("light", False))
+        searches.append(kwargs.get("summaries", True))  # a reply's search leaves the summaries to recollect
         return await original(*args, **kwargs)
 
     async def router(request):

@@ -132,18 +132,17 @@ class Recollection:
         now: datetime | None = None,
         summaries: bool = True,
         encoding: asyncio.Event | None = None,
-        light: bool = False,
     ) -> Found:
         """Recall's ranked message and summary hits for a message, before they become snippets (a reply starts
         this while the model routes the message, without `summaries`, and `recollect` finishes it); `encoding`
-        is set once the question has gone to the encoder (or will not); `light`: a chat's search (`Recall.find`)."""
+        is set once the question has gone to the encoder (or will not)."""
         now = now or self._clock.now()
         zone = self._choices.zone(guild_id)
         async with self._replies.under_way():  # background embedding waits meanwhile (a search outside a reply too)
             asked = await self._questions(guild_id, text, now=now, zone=zone)
             find = partial(
                 self._recall.find, guild_id, now=now, zone=zone, here=channel_id, until=self._until(),
-                summaries=summaries, light=light,
+                summaries=summaries,
             )  # fmt: skip
             if len(asked) == 1:
                 return await find(asked[0], encoding=encoding)

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bot.faults import storage_trouble
 from bot.llm.local_embedder import NotReady
 from bot.memory.recall.question import Question
-from bot.memory.recall.ranking import RELEVANT_COSINE, Found, Hit, counts_of, rank_messages, rank_summaries
+from bot.memory.recall.ranking import Found, Hit, counts_of, rank_messages, rank_summaries
 from bot.memory.recall.snippets import Snippet, snippets_of
 from bot.memory.recall.vectors import VectorIndex
 from bot.text import WORD, stem
@@ -87,13 +87,10 @@ class Recall:
         user_id: int | None = None,
         summaries: bool = True,
         encoding: asyncio.Event | None = None,
-        light: bool = False,
     ) -> Found:
         """Ranked message hits and summary hits for a question asked in `here` (its own channel may be private);
-        without `summaries`, no summary hits (chat has no use for them: `find_summaries` gets them later).
-        `encoding` is set once the question has gone to the encoder (or will not). `light` (a chat, which is told
-        relevant hits only): of the nearest messages, only those of RELEVANT_COSINE or more are read and ranked
-        (an approximation: see docs/architecture.md)."""
+        without `summaries`, no summary hits (a reply's search leaves them to `find_summaries`, beside it).
+        `encoding` is set once the question has gone to the encoder (or will not)."""
         started = time.perf_counter()
         terms = tuple(question.terms) if self.options.text else ()
         search = Search(guild_id, terms, now, here, POOL, user_id=user_id, since=since, until=until)
@@ -104,11 +101,8 @@ class Recall:
         # The meaning half runs beside the words half, on a session of its own: the question's vector, its nearest
         # messages and their rows come while the full-text search runs.
         embedding_task = asyncio.ensure_future(self._embed_question(guild_id, question, encoding))
-        floor = RELEVANT_COSINE if light else -1.0
         nearest_task = asyncio.ensure_future(
-            self._nearest(
-                search, embedding_task, list(members), window or recent, floor, window_named=window is not None
-            )
+            self._nearest(search, embedding_task, list(members), window or recent, window_named=window is not None)
         )
         try:
             async with self._sessions() as session:
@@ -207,14 +201,13 @@ class Recall:
         embedding: Awaitable[np.ndarray | None],
         members: list[int],
         window: Window | None,
-        floor: float,
         *,
         window_named: bool = False,
     ) -> tuple[np.ndarray | None, dict[int, float], list[Turn]]:
         """The question's vector (None: recall goes on words alone), the cosines of its nearest messages — in the
         whole guild, among each named member's own messages, within the time the question points at, and among
         a named member's messages of a time it names (`window_named`; "recently" is too gentle a hint) — and
-        the rows of those of `floor` or more that the search's reader may see, within its period."""
+        the rows of those that the search's reader may see, within its period."""
         query = await embedding
         if query is None or self._index is None:
             return None, {}, []
@@ -236,11 +229,8 @@ class Recall:
             log.log(level, "vector search failed; recall uses words only", exc_info=True)
             return None, {}, []
         cosine = dict(nearest)
-        # A chat's nearest messages below the floor could never be told to it; reading them was a third of its
-        # search (200 rows, ~5 ms of a reply on two busy cores, bench.reply).
-        wanted = [m for m, c in cosine.items() if c >= floor]
         async with self._sessions() as session:
-            rows = await turn_store.messages_by_id(session, guild_id, wanted, here=search.here)
+            rows = await turn_store.messages_by_id(session, guild_id, list(cosine), here=search.here)
         since, until = search.since, search.until
         near = [t for t in rows if (since is None or t.at >= since) and (until is None or t.at < until)]
         return query, cosine, near

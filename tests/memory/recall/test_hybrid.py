@@ -99,32 +99,6 @@ async def test_meaning_finds_what_words_miss(build, stub):
     assert any(len(batch) == 1 and "exam" in batch[0] for batch in stub.embedded)  # the question, for the search
 
 
-async def test_a_chats_light_search_reads_only_the_nearest_messages_it_could_be_told(build):
-    """A chat is told relevant hits only: of the nearest messages, those below RELEVANT_COSINE are not read (a
-    third of a chat's search); a question's whole search still has them."""
-    memory = await build()
-    await fill(memory)
-    await memory.intake.message(message("finals lease lease lease", author=BOB, at=T0 - timedelta(days=1)))
-    await memory.flush()
-    assert memory.embedding is not None
-    await memory.embedding.idle()
-    read: list[int] = []
-    by_id = recall_rows.messages_by_id
-
-    async def counting(session, guild_id, ids, *, here):  # type: ignore[no-untyped-def]
-        read.extend(ids)
-        return await by_id(session, guild_id, ids, here=here)
-
-    whole, _ = await memory.recollection.search(GUILD, "when is the exam?", channel_id=CHANNEL, now=T0)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(recall_rows, "messages_by_id", counting)
-        light, _ = await memory.recollection.search(GUILD, "when is the exam?", channel_id=CHANNEL, now=T0, light=True)
-    # Sharing a quarter of the meaning (cosine 0.32) and no word: a candidate of the whole search only.
-    assert "finals lease lease lease" in [h.text for h in whole]
-    assert [h.text for h in light] == ["my finals are on friday, wish me luck"] and len(read) == 1
-    assert [h.text for h in light if h.relevant()] == [h.text for h in whole if h.relevant()]
-
-
 async def test_keyword_hits_still_count_and_rank_above_what_only_shares_a_word(build):
     memory = await build()
     await fill(memory)
