@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
-from bot.memory.recall.question import words_of
+from bot.memory.recall.question import QUESTION_WORDS, words_of
 from bot.memory.types import Kind
 from bot.text import MENTION
 
@@ -109,11 +109,7 @@ def address(content: str, *, bot_user_id: int, bot_name: str, replied_to_bot: bo
     return None
 
 
-_QUESTION = re.compile(
-    r"^(?:who|whom|whose|what|when|where|why|how|which|did|does|do|was|were|is|are|has|have|had|"
-    r"can|could|would|will)\b",
-    re.I,
-)
+_QUESTION = re.compile(rf"^(?:{QUESTION_WORDS})\b", re.I)
 
 
 def asks(text: str) -> bool:

@@ -94,11 +94,11 @@ class Question:
     recent: bool = False  # "recently", "lately", "these days" with no explicit time
 
 
-_ASKING = re.compile(
-    r"^(?:who|whom|whose|what|when|where|why|how|which|did|does|do|was|were|is|are|has|have|had|can|could|would|"
-    r"will|remind|tell me|remember|recall)\b",
-    re.I,
+# The words a question opens with (bot/conversation.py's `asks` reads them too).
+QUESTION_WORDS = (
+    "who|whom|whose|what|when|where|why|how|which|did|does|do|was|were|is|are|has|have|had|can|could|would|will"
 )
+_ASKING = re.compile(rf"^(?:{QUESTION_WORDS}|remind|tell me|remember|recall)\b", re.I)
 
 
 def asks_after(question: Question) -> bool | None:
