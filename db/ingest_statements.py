@@ -6,6 +6,8 @@ from typing import Any
 
 from sqlalchemy.engine import Dialect
 
+from db.records import Kind
+
 # SQLAlchemy Core executemany spends most of its time per row; the driver's own executemany with
 # pre-built tuples is ~3x faster (see FIELD-NOTES), so the hot path speaks plain SQL.
 # A message delivered again changes nothing unless it carries a newer edit, so replays, imports and
@@ -58,9 +60,11 @@ TOUCHED = "SELECT message_id, guild_id, user_id, timestamp FROM chat_history WHE
 DEFER_INDEX = "INSERT INTO chat_fts_deferred (writer) VALUES (1)"
 END_DEFER = "DELETE FROM chat_fts_deferred"
 LAST_ROWID = "SELECT coalesce(max(rowid), 0) FROM chat_history"
+# Speech only (migration 0014): the bot's conversation is never a search's to find.
 INDEX_ADDED = (
     "INSERT INTO chat_fts (rowid, scope, body) "
-    "SELECT message_id, 'g' || guild_id || ' u' || user_id, message_text FROM chat_history WHERE rowid > ?"
+    "SELECT message_id, 'g' || guild_id || ' u' || user_id, message_text FROM chat_history "
+    f"WHERE rowid > ? AND kind = {int(Kind.SPEECH)}"
 )
 KNOWN = "SELECT count(*) FROM chat_history WHERE message_id = any($1::bigint[])"
 # The upsert in two statements, for SQLite's batches: an INSERT that may update runs the update triggers'

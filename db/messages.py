@@ -208,16 +208,16 @@ class SqliteBatch(BatchWriter):
         return Written(touched, new, known)
 
     def _upsert_messages(self, connection: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> int:
-        """Upsert message rows and index the new ones in one statement; how many were new."""
+        """Upsert message rows and index the new ones (speech) in one statement; how many were new."""
         if len({row[0] for row in rows}) < len(rows):
             # The same message twice in one statement: its second row would run the update trigger on text the
             # index never saw. Rare (a replay within one batch), so the triggers do it all, row by row.
             return self._upsert_by_triggers(connection, rows)
         last = connection.execute(LAST_ROWID).fetchone()[0]  # new rows get larger rowids (none is AUTOINCREMENT)
         connection.execute(DEFER_INDEX)
-        connection.executemany(self._insert_new, rows)
+        added = connection.executemany(self._insert_new, rows).rowcount  # rows the statement itself inserted
         connection.execute(END_DEFER)
-        added = connection.execute(INDEX_ADDED, (last,)).rowcount
+        connection.execute(INDEX_ADDED, (last,))  # the new rows that are speech
         # Rows are (id, guild, channel, user, text, at, edited_at, …); a new row's own edit changes nothing here.
         edits = [(row[4], row[6], row[0]) for row in rows if row[6] is not None]
         if edits:

@@ -54,6 +54,15 @@ class ChatMessage(Base):
             sqlite_where=text("reply_to_id IS NOT NULL"),
             postgresql_where=text("reply_to_id IS NOT NULL"),
         ),
+        # The bot's conversation alone (questions to it, its replies): the full-text index holds speech only
+        # (0014), and what needs the conversation (deletion, "forget that …") finds it here.
+        Index(
+            "ix_chat_history_conversation",
+            "guild_id",
+            "timestamp",
+            sqlite_where=text("kind <> 0"),
+            postgresql_where=text("kind <> 0"),
+        ),
     )
 
 

@@ -1,7 +1,9 @@
 """Data access for forgetting a statement: where in a guild it may be written, and rewriting or deleting it.
 
-Finding is broad (the full-text index, with every stem as a prefix, since one word's stems differ between
-"allergic" and "allergy"); deciding what states the fact is bot/memory/facts/forgetting.py's job.
+Finding is broad (members' speech through the full-text index, with every stem as a prefix, since one word's
+stems differ between "allergic" and "allergy"; the conversation with the bot, which that index does not hold,
+through its own index and the same prefixes); deciding what states the fact is bot/memory/facts/forgetting.py's
+job.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import tombstones, vectors
 from db.models import ChatMessage, DailySummary, DeadLetter, HistoricalSummary, ReplySource, Rollup
+from db.records import Kind
 from db.types import UTCDateTime
 
 LIMIT = 20_000
@@ -57,7 +60,26 @@ async def messages_with(session: AsyncSession, guild_id: int, stems: list[str]) 
         params = {"match": " & ".join(f"{s}:*" for s in stems), "guild": guild_id}
     query = query.bindparams(bindparam("match", type_=String()), bindparam("guild", type_=BigInteger()))
     rows = await session.execute(query.columns(timestamp=UTCDateTime(), kind=Integer()), params)
-    return [Written(m, u, k, body, at) for m, u, k, body, at in rows]
+    speech = [Written(m, u, k, body, at) for m, u, k, body, at in rows]
+    return speech + await _conversation_with(session, guild_id, stems)
+
+
+async def _conversation_with(session: AsyncSession, guild_id: int, stems: list[str]) -> list[Written]:
+    """The guild's conversation with the bot (questions, commands, its replies: not in the full-text index) whose
+    text holds every prefix, read through the index of those rows alone."""
+    sqlite = session.bind.dialect.name == "sqlite"  # type: ignore[union-attr]
+    # SQLite's LIKE folds ASCII only: a prefix with another letter is checked below, in Python, alone.
+    ascii_stems = [s for s in stems if s.isascii()] if sqlite else stems
+    like = "LIKE" if sqlite else "ILIKE"
+    holds = "".join(f" AND c.message_text {like} :p{i}" for i in range(len(ascii_stems)))
+    query = text(f"""
+        SELECT c.message_id, c.user_id, c.kind, c.message_text, c.timestamp FROM chat_history AS c
+        WHERE c.guild_id = :guild AND c.kind <> {int(Kind.SPEECH)}{holds} LIMIT {LIMIT}""").bindparams(
+        bindparam("guild", type_=BigInteger()), *(bindparam(f"p{i}", type_=String()) for i in range(len(ascii_stems)))
+    )
+    params: dict[str, object] = {"guild": guild_id} | {f"p{i}": f"%{s}%" for i, s in enumerate(ascii_stems)}
+    rows = await session.execute(query.columns(timestamp=UTCDateTime(), kind=Integer()), params)
+    return [Written(m, u, k, body, at) for m, u, k, body, at in rows if all(s in body.casefold() for s in stems)]
 
 
 async def replies_from(session: AsyncSession, guild_id: int, user_id: int) -> set[int]:

@@ -116,6 +116,10 @@ async def probe(memory: MemoryManager) -> Findings:
             found.add(f"recall {hit.kind}", hit.text)
     for hit in await memory.recollection.recall(GUILD, "kiwi", channel_id=PUB, limit=50):
         found.visible |= "kiwi" in hit.text
+    # Paths that read beside the full-text index (which holds speech alone): the turns around a hit, and a time
+    # named with no word to search for (the period's newest messages).
+    for asked in ("kiwi smoothie", "what was said the day before yesterday?"):
+        found.add("turns", (await memory.recollection.recollect(GUILD, asked, channel_id=PUB)).text)
     if memory.vectors is not None:  # meaning-only candidates: the newest messages of the guild
         for hit in await memory.recollection.recall(GUILD, "something unrelated entirely", channel_id=PUB, limit=50):
             found.add(f"vectors {hit.kind}", hit.text)

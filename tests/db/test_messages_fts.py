@@ -37,13 +37,13 @@ def said(i: int, content: str, *, edited: int | None = None, user: int = 0) -> I
 
 
 def index_differences(path: Path) -> list[tuple[object, ...]]:
-    """Entries in chat_fts that a fresh index of chat_history lacks, and the other way round."""
+    """Entries in chat_fts that a fresh index of chat_history's speech lacks, and the other way round."""
     conn = sqlite3.connect(path)
     try:
         conn.execute(f"CREATE VIRTUAL TABLE temp.fresh USING fts5(scope, body, content='', tokenize='{TOKENIZER}')")
         conn.execute(
             "INSERT INTO temp.fresh(rowid, scope, body) "
-            "SELECT message_id, 'g' || guild_id || ' u' || user_id, message_text FROM chat_history"
+            "SELECT message_id, 'g' || guild_id || ' u' || user_id, message_text FROM chat_history WHERE kind = 0"
         )
         conn.execute("CREATE VIRTUAL TABLE temp.live_terms USING fts5vocab(main, chat_fts, instance)")
         conn.execute("CREATE VIRTUAL TABLE temp.fresh_terms USING fts5vocab(temp, fresh, instance)")
