@@ -103,12 +103,41 @@ CAN_STILL = (
 )
 
 
-def chat(memory: str, author: str, reason: str = "none") -> str:
-    """What the bot says when asked to chat without a model: why (none configured, or failing) and what it knows."""
-    known = f" What I remember about you: {memory}" if memory.strip() else ""
-    if reason == "failing":
-        return f"The model is failing right now, so I can't chat properly, {author}. {CAN_STILL}{known}"
-    return f"I'm running without a language model, so I can't chat, {author}. {CAN_STILL}{known}"
+# A model answers chat in a few sentences, whatever it was given: so does the offline stand-in (the whole memory
+# repeated into every reply made each stored reply ~12 KB). What a reply was given stays visible through
+# `/memory show`, `/context` and `python -m bot prompt`.
+RECALLED_HEADER = "Recalled conversation:"
+MENTIONED_CHARS = 240
+
+
+def chat(memory: str, author: str, reason: str = "none", message: str = "") -> str:
+    """What the bot says when asked to chat without a model: why (none configured, or failing), and the one line
+    of what it was given that bears most on the message (else the first thing it knows about the author)."""
+    opening = (
+        f"The model is failing right now, so I can't chat properly, {author}."
+        if reason == "failing"
+        else f"I'm running without a language model, so I can't chat, {author}."
+    )
+    line, recalled = closest_line(memory, message)
+    if not line:
+        return f"{opening} {CAN_STILL}"
+    said = trim_to_chars(line, MENTIONED_CHARS)
+    return f"{opening} {CAN_STILL} {'From what was said here' if recalled else 'What I remember about you'}: {said}"
+
+
+def closest_line(memory: str, message: str) -> tuple[str, bool]:
+    """The line of `memory` sharing the most content words with `message` (none shared: its first line), and
+    whether it comes from the recalled conversation."""
+    own, _, recalled = memory.partition(RECALLED_HEADER)
+    lines = [(line.strip(), False) for line in own.splitlines()] + [
+        (line.strip(), True) for line in recalled.splitlines()
+    ]
+    lines = [(line, r) for line, r in lines if line and not line.endswith(":")]
+    if not lines:
+        return "", False
+    asked = content_stems(message)
+    best = max(lines, key=lambda item: len(asked & content_stems(item[0])))
+    return best if asked & content_stems(best[0]) else lines[0]
 
 
 class OfflineProvider:
@@ -141,7 +170,7 @@ class OfflineProvider:
                 v["facts"], v["current_day"], v["history"], v.get("earlier", ""), max_tokens=int(v["max_tokens"])
             )
         elif operation == "chat":
-            text = chat(v["memory"], v["author"], str(v.get(OFFLINE_REASON, "none")))
+            text = chat(v["memory"], v["author"], str(v.get(OFFLINE_REASON, "none")), str(v.get("message", "")))
         else:
             raise ValueError(f"unknown operation {operation!r}")
         return LLMResult(

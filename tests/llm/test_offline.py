@@ -118,6 +118,19 @@ async def test_chat_is_honest_about_having_no_model():
     assert result.text.endswith("What I remember about you: Ana is vegetarian.")
 
 
+async def test_chat_answers_in_a_few_sentences_with_the_line_that_bears_on_the_message():
+    context = "Facts: Ana is vegetarian. " + "Ana talked about many things that day. " * 40
+    scenes = "\n".join(f"[2026-10-{d:02}] Rui: the weather was grey on day {d}" for d in range(1, 29))
+    memory = f"{context}\nRecalled conversation:\n{scenes}\n[2026-10-29] Rui: my kayak trip to the fjord is on"
+    asked = {**{"bot_name": "Elefant", "today": "2026-11-20", "timezone": "UTC", "channel_xml": ""}, "author": "Ana"}
+    result = await run("chat", {**asked, "memory": memory, "message": "how did Rui's kayak trip go?"})
+    assert result.text.endswith("From what was said here: [2026-10-29] Rui: my kayak trip to the fjord is on")
+    assert len(result.text) < 600 < len(memory)  # a few sentences, not the memory it was given
+    small_talk = await run("chat", {**asked, "memory": memory, "message": "hi"})
+    assert "What I remember about you: Facts: Ana is vegetarian." in small_talk.text
+    assert len(small_talk.text) < 600
+
+
 async def test_remember_keeps_a_lower_case_name_as_written():
     result = await run(
         "remember", {"subject": "ana_0", "max_chars": 1500, **WHEN, "existing": "", "fact": "ana_0 studies physics"}
