@@ -151,8 +151,11 @@ class Responder:
         quoted: set[int] = set()
         if recalled.text:
             parts.append(f"Recalled conversation:\n{recalled.text}")
-            members |= {t.user_id for s in recalled.snippets for t in s.turns} | {h.user_id for h in recalled.hits}
-            quoted |= {t.message_id for s in recalled.snippets for t in s.turns}
+            # Provenance is what the model was shown: the turns packed (and whom they name), the summaries packed.
+            turns = [t for s in recalled.snippets for t in s.turns]
+            members |= {t.user_id for t in turns} | {h.user_id for h in recalled.hits}
+            members |= {int(m) for t in turns for m in MENTION.findall(t.text)}
+            quoted |= {t.message_id for t in turns}
         return Remembered("\n".join(parts) or None, recalled, frozenset(members), frozenset(quoted))
 
     async def _recall_within(self, request: Request, found: asyncio.Future[Found] | None) -> Recalled:

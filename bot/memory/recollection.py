@@ -214,7 +214,8 @@ class Recollection:
         people |= {int(m) for s in snippets for t in s.turns for m in MENTION.findall(t.text)}
         names = await self._names.names(guild_id, people)
         packed = pack(snippets, summaries, names, budget=budget or self._budget, zone=zone)
-        return Recalled(snippets, summaries, packed.text, packed.hits(hits))
+        # Only what the text holds: a reply's provenance is what the model was shown, not everything prepared.
+        return Recalled(packed.snippets, packed.summaries, packed.text, packed.hits(hits))
 
     @staticmethod
     def _worth_telling(question: Question, hits: list[Hit]) -> bool:

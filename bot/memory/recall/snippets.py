@@ -29,8 +29,8 @@ class Snippet:
 
 @dataclass
 class Recalled:
-    """What recall found for a question: snippets and summaries best first, the text the model receives, and the
-    hits that text holds."""
+    """What recall gives the model for a question: the text it receives, and what that text holds — snippets and
+    summaries best first, and the hits (what was prepared but did not fit the budget is not here)."""
 
     snippets: list[Snippet] = field(default_factory=list)
     summaries: list[Hit] = field(default_factory=list)
