@@ -42,7 +42,7 @@ from bot.memory.manager import MemoryManager
 from bot.memory.recall.vectors import quantize
 from bot.responder import Responder
 from bot.settings import Settings
-from db import maintenance
+from db import statistics
 from fakes.models import model_stack
 
 CHUNK = 50_000
@@ -129,7 +129,7 @@ async def measure(
         before = path.stat().st_size  # noqa: ASYNC240 - between phases, nothing else runs
         vector_seconds = await asyncio.to_thread(add_vectors, path, seed)
         per_vector_sql = (path.stat().st_size - before) / messages  # noqa: ASYNC240
-        await maintenance.optimize(engine)
+        await statistics.refresh(engine)
         print(f"{messages:,} messages built in {built:.0f} s, vectors stored in {vector_seconds:.0f} s")
         questions = _question_texts(plants, seed)
         sqlite = await _questions(engine, questions, messages)

@@ -51,7 +51,7 @@ from bot.lifecycle import landed
 from bot.memory.summaries import context, rollups
 from bot.reply_deadline import SLOW, Answer
 from bot.settings import Settings
-from db import maintenance
+from db import statistics as planner_statistics
 from fakes.gemini_stub import GeminiStub, Reply, StubRequest, as_json
 from fakes.model_doubles import element, scripted_model
 
@@ -170,7 +170,7 @@ async def measure(args: argparse.Namespace, directory: Path) -> None:
     async with sqlite_engine(directory, reuse=path) as engine:  # the guild first: the bot starts on its history
         plants = await asyncio.to_thread(build, path, args.messages, 365, args.seed, now=datetime.now(UTC))
         await asyncio.to_thread(add_vectors, path, args.seed)
-        await maintenance.optimize(engine)
+        await planner_statistics.refresh(engine)
     with stub_process() as base_url:
         settings = _settings(path, base_url)
         async with open_app(settings, background=True) as app:

@@ -11,7 +11,7 @@ Both databases also keep copies of values in their planner statistics: SQLite's 
 (a member's name, a guild and member id), PostgreSQL's `pg_statistic` (the `pg_stats` view) most common values and
 histogram bounds of every column (message text, names). They stay after the rows are gone until the next ANALYZE,
 so `analyze` takes them again after every deletion (before the scrub and the file's rewrite, which then carry no
-page of the old ones).
+page of the old ones). Keeping statistics true to the tables' sizes is db/statistics.py's job.
 
 `secure_delete` zeroes a cell when it is deleted, but not every copy SQLite ever made of it: when an UPDATE grows
 a row (an edit, a redaction that rewrites mentions) and its page is rebalanced, the rebuilt page can keep stale
@@ -81,26 +81,10 @@ async def needs_compacting(engine: AsyncEngine) -> bool:
         return bool((await connection.execute(text("PRAGMA freelist_count"))).scalar())
 
 
-async def optimize(engine: AsyncEngine) -> None:
-    """Keep the query planner's statistics current (SQLite; PostgreSQL's autovacuum analyses by itself).
-
-    Without them SQLite reads a whole guild through the guild index to fetch a few hundred messages by id (a
-    question's candidates: 10 ms at 20,000 messages, linear in the guild); with them it looks each one up.
-    Cheap when nothing changed much since the last time. Not sampled (`analysis_limit`): a sample of 1,000
-    rows told the planner one guild's rows were a thousand, and it read all 200,000 of them again (0.4 s to
-    analyse 200,000 messages in full).
-    """
-    if engine.dialect.name != "sqlite":
-        return
-    async with engine.connect() as connection:
-        await connection.execute(text("PRAGMA optimize=0x10002"))
-        await connection.commit()
-
-
 async def analyze(engine: AsyncEngine, tables: Iterable[str]) -> None:
     """Take the planner's statistics of `tables` again, so no sample of deleted rows stays in them.
 
-    In full, not sampled (`optimize` says why). PostgreSQL leaves the statistics of a table that has no row left
+    In full, not sampled (db/statistics.py says why). PostgreSQL leaves the statistics of a table that has no row left
     as they were (ANALYZE writes only what a sample of at least one row gives); those are removed where the
     role may (a superuser), or else they stay until the table has rows and autovacuum analyses it again.
     """

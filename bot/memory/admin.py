@@ -22,7 +22,7 @@ from bot.memory.export import member_markdown
 from bot.memory.intake.channels import ChannelScopes, Mode
 from bot.memory.names import NameDirectory
 from db import changes as change_log
-from db import deletion, maintenance, stats
+from db import deletion, maintenance, statistics, stats
 
 log = logging.getLogger(__name__)
 Work = Callable[[AsyncSession], Awaitable[Counter[str]]]
@@ -225,7 +225,7 @@ class Admin:
     async def optimize(self) -> None:
         """Update the query planner's statistics now (after an import)."""
         await self._flush()
-        await maintenance.optimize(self._engine)
+        await statistics.refresh(self._engine)
 
     async def compact_pending(self) -> None:
         """Rewrite the file now if deletions are waiting for it (a stop, a purge from the command line, tests)."""

@@ -7,7 +7,6 @@ a deletion path: there is only this one path.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections import Counter
 from collections.abc import Callable
@@ -77,7 +76,6 @@ class Changes:
         # After deletions: the write-ahead log scrubbed, and (SQLite) the file rewritten, once for a burst.
         self._scrub = Debounced(lambda: maintenance.scrub(engine), lambda: SCRUB_DELAY_SECONDS, name="elefant-scrub")
         self._compaction = Debounced(self._compact, compact_seconds, name="elefant-compact")
-        self._optimizing: asyncio.Task[None] | None = None
 
     @property
     def origin(self) -> str:
@@ -93,12 +91,10 @@ class Changes:
         self._removed_vectors.append(remove)
 
     async def start(self, *, background: bool) -> None:
-        """Follow other processes; with `background`, finish a compaction a stop left and optimise hourly."""
+        """Follow other processes; with `background`, finish a compaction a stop left."""
         await self.feed.start()
         if background and await maintenance.needs_compacting(self._engine):
             self._schedule_compaction()
-        if background:
-            self._optimizing = asyncio.create_task(self._optimize_every_hour(), name="elefant-optimize")
 
     async def record(self, session: AsyncSession, guild_id: int, user_id: int | None, what: str) -> None:
         """Log a change inside the caller's transaction (other processes follow it once it commits)."""
@@ -175,14 +171,6 @@ class Changes:
         except Exception:  # the rows are gone already; the bytes go at the next compaction
             log.exception("rewriting the database file after deletions failed; trying again at the next start")
 
-    async def _optimize_every_hour(self) -> None:
-        while True:
-            try:
-                await maintenance.optimize(self._engine)
-            except Exception:  # statistics are an optimisation; the next hour tries again
-                log.warning("updating the query planner's statistics failed", exc_info=True)
-            await asyncio.sleep(3600)
-
     async def compact_pending(self) -> None:
         """Rewrite the file now if deletions are waiting for it (a stop, a purge from the command line, tests)."""
         await self._compaction.now()
@@ -192,12 +180,9 @@ class Changes:
         await self._scrub.now()
 
     async def close(self) -> None:
-        """Stop following others and the hourly work; finish a pending rewrite of the file."""
+        """Stop following others; finish a pending rewrite of the file."""
         await self.feed.close()
         await self._scrub.cancel()
-        if self._optimizing is not None:
-            self._optimizing.cancel()
-            await asyncio.gather(self._optimizing, return_exceptions=True)
         if self._compaction.pending:
             log.info("rewriting the database file so that what was deleted leaves it")
             await self.compact_pending()

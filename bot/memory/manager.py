@@ -41,6 +41,7 @@ from bot.memory.summaries.context import ContextBuilder
 from bot.memory.summaries.daily import Summaries
 from bot.memory.summaries.rollups import Rollups
 from bot.memory.summaries.scheduler import SummaryScheduler
+from bot.memory.upkeep import PlannerStatistics
 from bot.settings import Settings
 from db import vectors as vector_rows
 from db.engine import create_session_factory
@@ -105,6 +106,7 @@ class MemoryManager:
             spill_dir=settings.data_dir,
             fault=self.storage,
         )
+        self.statistics = PlannerStatistics(engine, lambda: self.queue.committer.stats.new_messages)
         self._embedder = embedder
         self._build_recall(embedder)
         self._register_caches()
@@ -261,6 +263,8 @@ class MemoryManager:
         await self.claims.prune()
         self.queue.start()
         await self.changes.start(background=background)
+        if background:
+            self.statistics.start()
         if self.embedding is not None and background:
             self.embedding.start()
             if (warm := getattr(self._embedder, "warm", None)) is not None:
@@ -304,6 +308,7 @@ class MemoryManager:
         """Drain the queue and stop background work; the engine stays open for its owner to dispose."""
         if self.embedding is not None:
             await self.embedding.close()
+        await self.statistics.close()
         await self.changes.close()
         # Outermost first: the scheduler and a context build wait on rollups and summaries, which would otherwise
         # outlive the engine and leave a connection to the garbage collector.

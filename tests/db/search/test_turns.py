@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db import maintenance
+from db import statistics
 from db.engine import create_engine
 from db.search import turns as store
 from db.search.types import Turn
@@ -23,7 +23,7 @@ MESSAGES = 3_000
 @pytest.fixture(params=[0, 10, 100], ids=["no replies", "one in ten a reply", "one in a hundred"])
 async def analysed(sqlite_template: Path, tmp_path: Path, request: pytest.FixtureRequest):
     """A guild of MESSAGES messages, some replies (a new guild, or an export, may have none), with the
-    statistics `maintenance.optimize` keeps."""
+    statistics `db.statistics.refresh` keeps."""
     every = request.param
     path = tmp_path / "plans.db"
     shutil.copy(sqlite_template, path)
@@ -60,7 +60,7 @@ async def analysed(sqlite_template: Path, tmp_path: Path, request: pytest.Fixtur
             ),
             rows,
         )
-    await maintenance.optimize(engine)
+    await statistics.refresh(engine)
     yield engine, turns
     await engine.dispose()
 
