@@ -27,13 +27,18 @@ WHERE message_id = {p3} AND (edited_at IS NULL OR edited_at < {p2})
 """
 DELETE_MESSAGE = "DELETE FROM chat_history WHERE message_id = {p1}"
 KIND_MESSAGE = "UPDATE chat_history SET kind = {p1} WHERE message_id = {p2}"
+# A message read again (catch-up re-reads an hour at every connect) rewrites its author's row only if the name it
+# carries is newer, or is another name at the same moment (a member renamed while the bot was away).
 UPSERT_NAME = """
 INSERT INTO member_names (guild_id, user_id, display_name, username, updated_at, display_key, username_key)
 VALUES ({p1}, {p2}, {p3}, {p4}, {p5}, {p6}, {p7})
 ON CONFLICT (guild_id, user_id) DO UPDATE
 SET display_name = excluded.display_name, username = excluded.username, updated_at = excluded.updated_at,
     display_key = excluded.display_key, username_key = excluded.username_key
-WHERE member_names.updated_at <= excluded.updated_at
+WHERE member_names.updated_at < excluded.updated_at
+   OR (member_names.updated_at = excluded.updated_at
+       AND (member_names.display_name <> excluded.display_name
+            OR coalesce(member_names.username, '') <> coalesce(excluded.username, '')))
 """
 DEAD_LETTER = """
 INSERT INTO dead_letters (at, guild_id, channel_id, user_id, message_id, reason, payload)

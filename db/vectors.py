@@ -76,6 +76,18 @@ async def unembedded(session: AsyncSession, model: str, *, limit: int) -> list[U
     return [Unembedded(m, g, t, u, ts) for m, g, t, u, ts in rows]
 
 
+async def embedded_among(session: AsyncSession, message_ids: Iterable[int], model: str) -> set[int]:
+    """Which of the messages already have a vector of `model` (a message read back by catch-up after a restart is
+    not embedded again: an edit would have dropped its vector)."""
+    ids = list(message_ids)
+    if not ids:
+        return set()
+    rows = await session.scalars(
+        select(MessageVector.message_id).where(MessageVector.message_id.in_(ids), MessageVector.model == model)
+    )
+    return set(rows)
+
+
 async def unembedded_count(session: AsyncSession, model: str) -> int:
     """How many stored messages of people's speech have no vector of `model` (one of another model is embedded
     again)."""

@@ -40,6 +40,9 @@ def worker(
             await asyncio.sleep(0.1)  # a look in flight (the walk over the messages)
             return []
 
+        async def _not_embedded(self, batch: list[embedding.Pending]) -> list[embedding.Pending]:
+            return batch  # no store stands in here: nothing is embedded already
+
     return Looking(encode, Index(), store, None, flush, replies=replies, local=local)  # type: ignore[arg-type]
 
 
