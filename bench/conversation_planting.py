@@ -195,22 +195,36 @@ class _Planter:
                 draft.role = "lookalike"
 
 
-def plant(seed: int) -> tuple[list[Message], dict[int, str], list[Question], dict[str, Member], dict[str, Channel]]:
-    """Every story planted for `seed`: the messages in time order, their roles, the questions, members and channels."""
+Job = tuple[Kind, str, float]  # a story kind, its subject, and the age in days (before NOW) of its evidence
+
+
+def _jobs(rng: random.Random) -> list[Job]:
+    """The benchmark's own stories: every kind for INSTANCES_PER_KIND members, evidence 1-12 months old."""
+    jobs = [(kind, subject) for kind in KINDS for subject in rng.sample(NAMES, INSTANCES_PER_KIND)]
+    rng.shuffle(jobs)
+    span = MAX_AGE_DAYS - MIN_AGE_DAYS - 2  # a day's margin at both ends: times are drawn within the day
+    ages = [MIN_AGE_DAYS + 1 + span * (i + rng.random()) / len(jobs) for i in range(len(jobs))]
+    rng.shuffle(ages)
+    # A multi story's later message must still be at least a month old.
+    return [
+        (kind, subject, max(age, MIN_AGE_DAYS + 45) if kind.qtype == "multi" else age)
+        for (kind, subject), age in zip(jobs, ages, strict=True)
+    ]
+
+
+def plant(
+    seed: int, jobs: list[Job] | None = None
+) -> tuple[list[Message], dict[int, str], list[Question], dict[str, Member], dict[str, Channel]]:
+    """Every story planted for `seed` (or the given `jobs`: bench.soak plants its own): the messages in time order,
+    their roles, the questions, members and channels."""
     rng = random.Random(f"stories-{seed}")
     members = {
         n: Member(snowflake(START - timedelta(days=300 + i)) + i, n, _username(n, i)) for i, n in enumerate(NAMES)
     }
     channels = {c: Channel(GUILD_ID + 100 + i, c) for i, c in enumerate(CHANNEL_WEIGHTS)}
     planter = _Planter(rng)
-    jobs = [(kind, subject) for kind in KINDS for subject in rng.sample(NAMES, INSTANCES_PER_KIND)]
-    rng.shuffle(jobs)
-    span = MAX_AGE_DAYS - MIN_AGE_DAYS - 2  # a day's margin at both ends: times are drawn within the day
-    ages = [MIN_AGE_DAYS + 1 + span * (i + rng.random()) / len(jobs) for i in range(len(jobs))]
-    rng.shuffle(ages)
-    for (kind, subject), age in zip(jobs, ages, strict=True):
-        # A multi story's later message must still be at least a month old.
-        planter.instance(kind, subject, max(age, MIN_AGE_DAYS + 45) if kind.qtype == "multi" else age)
+    for kind, subject, age in _jobs(rng) if jobs is None else jobs:
+        planter.instance(kind, subject, age)
     # Ids: unique milliseconds for planted messages (worker 1), in time order.
     order = sorted(range(len(planter.drafts)), key=lambda i: planter.drafts[i].ts)
     ids: dict[int, int] = {}
