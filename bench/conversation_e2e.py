@@ -23,15 +23,15 @@ from tqdm import tqdm
 
 from bench.conversation_guild import Question
 from bench.conversations import Conversation
-from bot.conversation import Request, address, stored_kind
 from bot.llm.client import LLM
 from bot.llm.offline import OfflineProvider
 from bot.llm.prompts import load_prompts
 from bot.llm.recording import RecordingProvider
 from bot.memory.manager import MemoryManager
 from bot.memory.types import IncomingMessage, Kind
-from bot.model_turns import ModelTurns
-from bot.responder import Responder
+from bot.reply.model_turns import ModelTurns
+from bot.reply.respond import Responder
+from bot.reply.routing import Request, address, stored_kind
 
 BOT_ID = 1 << 59
 MULTI_PART = "multi-part"
@@ -127,9 +127,15 @@ class Asker:
         self._conv = conv
         self._recorder = RecordingProvider(OfflineProvider())
         llm = LLM(None, prompts=load_prompts(), offline=self._recorder)
-        turns = ModelTurns(llm, memory, memory.settings)
+        turns = ModelTurns(llm, memory.directory, memory.settings)
         self._responder = Responder(
-            memory, router=turns.route, chatter=turns.chat, policy="anyone", recall_chatter=turns.chat
+            memory.facts,
+            memory.recollection,
+            memory.directory,
+            router=turns.route,
+            chatter=turns.chat,
+            policy="anyone",
+            recall_chatter=turns.chat,
         )
         self._general = conv.channels[0].id
         self._ids = itertools.count(int(conv.planted[-1].message_id) + (1 << 30))

@@ -126,7 +126,9 @@ class _Planter:
             _Draft(at_hour(day, self.rng), channel, author, filler.roughen(text, self.rng, typos=0.03), role)
         )
 
-    def instance(self, kind: Kind, subject: str, age: float) -> None:
+    def instance(self, kind: Kind, subject: str, age: float, asked_age: float = 0.0) -> None:
+        """Plant one story: its evidence `age` days before NOW, its look-alikes before the moment it is asked
+        (`asked_age` days before NOW: bench.soak asks at checkpoints, the benchmark at NOW)."""
         rng = self.rng
         a, b = rng.sample(self.others(subject), 2)
         names = {"S": subject, "A": a, "B": b}
@@ -153,9 +155,9 @@ class _Planter:
         if kind.qtype == "temporal":
             self._lookalikes(kind, names, slots, window)
         for text in rng.sample(kind.chatter, min(2, len(kind.chatter))):  # recent look-alikes
-            self.loose(text, kind.channel, rng.choice(self.others(subject)), rng.uniform(1, 25), "recent")
+            self.loose(text, kind.channel, rng.choice(self.others(subject)), asked_age + rng.uniform(1, 25), "recent")
         for text in kind.address:  # messages that merely address the subject, around then and recently
-            for age_days in (age + rng.uniform(-20, 20), rng.uniform(1, 25)):
+            for age_days in (age + rng.uniform(-20, 20), asked_age + rng.uniform(1, 25)):
                 t = text.format(S=subject, s=subject.lower())
                 self.loose(t, kind.channel, rng.choice(self.others(subject)), max(1, age_days), "address")
         answer = kind.answer.format(**slots)
@@ -195,7 +197,8 @@ class _Planter:
                 draft.role = "lookalike"
 
 
-Job = tuple[Kind, str, float]  # a story kind, its subject, and the age in days (before NOW) of its evidence
+# A story kind, its subject, the age in days (before NOW) of its evidence, and of the moment it is asked.
+Job = tuple[Kind, str, float, float]
 
 
 def _jobs(rng: random.Random) -> list[Job]:
@@ -207,7 +210,7 @@ def _jobs(rng: random.Random) -> list[Job]:
     rng.shuffle(ages)
     # A multi story's later message must still be at least a month old.
     return [
-        (kind, subject, max(age, MIN_AGE_DAYS + 45) if kind.qtype == "multi" else age)
+        (kind, subject, max(age, MIN_AGE_DAYS + 45) if kind.qtype == "multi" else age, 0.0)
         for (kind, subject), age in zip(jobs, ages, strict=True)
     ]
 
@@ -223,8 +226,8 @@ def plant(
     }
     channels = {c: Channel(GUILD_ID + 100 + i, c) for i, c in enumerate(CHANNEL_WEIGHTS)}
     planter = _Planter(rng)
-    for kind, subject, age in _jobs(rng) if jobs is None else jobs:
-        planter.instance(kind, subject, age)
+    for kind, subject, age, asked_age in _jobs(rng) if jobs is None else jobs:
+        planter.instance(kind, subject, age, asked_age)
     # Ids: unique milliseconds for planted messages (worker 1), in time order.
     order = sorted(range(len(planter.drafts)), key=lambda i: planter.drafts[i].ts)
     ids: dict[int, int] = {}

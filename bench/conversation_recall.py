@@ -2,7 +2,7 @@
 
 The guild is written as DiscordChatExporter files and imported through `python -m bot import`'s own path;
 messages are embedded by the bot's background worker (no vector is computed by the benchmark); then every
-question goes through `Responder.recall_memory`, which returns exactly the text the model would receive to
+question goes through `Recollection.for_reply`, which returns exactly the text the model would receive to
 answer it (the asker's facts, then the recalled conversation, within the budget). Reported per question type:
   all-evidence hit   share of questions whose evidence messages are all in that text
   evidence recall    share of evidence messages in that text
@@ -32,13 +32,13 @@ from bench.conversation_e2e import EndToEnd
 from bench.conversation_stories import TYPES
 from bench.conversations import Conversation, generate, write_exports
 from bench.retrieval_study import Config, Corpus, Study, evaluate
-from bot.conversation import Request, address
 from bot.importer import import_file
 from bot.llm.local_embedder import LocalEmbedder
+from bot.memory.assembly import Asked
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from bot.memory.recall import Options
-from bot.responder import Responder
+from bot.reply.routing import Request, address
 from bot.settings import Settings
 from fakes.models import model_stack
 
@@ -129,18 +129,18 @@ async def measure(
 
 
 async def _past_path(memory: MemoryManager, conv: Conversation, name: str) -> tuple[Result, list[float]]:
-    """Every question through `Responder.recall_memory` (the past-question path, no relevance floor): the share
-    with all evidence and the share of evidence received per type, and each question's milliseconds."""
-    responder = Responder(memory, router=None, chatter=_unused, policy="anyone")
+    """Every question through memory's one assembly (`Recollection.for_reply`: exactly what a reply receives and
+    `python -m bot recall` prints, without routing): the share with all evidence and the share of evidence
+    received per type, and each question's milliseconds."""
     general = conv.channels[0].id
     hits: dict[str, list[bool]] = defaultdict(list)
     found: dict[str, list[bool]] = defaultdict(list)
     latency = []
     for question in tqdm(conv.questions, desc=name.strip(), leave=False):
         text = address(question.text, bot_user_id=0, bot_name="Elefant", replied_to_bot=False) or question.text
-        request = Request(conv.guild_id, question.asker_id, text, channel_id=general)
+        asked = Asked(conv.guild_id, question.asker_id, text, channel_id=general)
         began = time.perf_counter()
-        received, _ = await responder.recall_memory(request)
+        received = (await memory.recollection.for_reply(asked)).text or ""
         latency.append((time.perf_counter() - began) * 1000)
         present = [_said(conv, e) in received for e in question.evidence_ids]
         for key in (question.type, "overall"):
@@ -200,7 +200,7 @@ def end_to_end_report(e2e: list[tuple[str, EndToEnd]], past: Result) -> str:
         "| path | " + " | ".join(keys) + " |",
         "|" + "---|" * (len(keys) + 1),
     ]
-    rows = [("past-question path (recall_memory)", past)]
+    rows = [("past-question path (for_reply)", past)]
     rows += [
         (f"end to end: {name.strip()}" if i else f"**end to end: {name}**", got.result())
         for i, (name, got) in enumerate(e2e)

@@ -89,9 +89,9 @@ def build(path: Path, count: int) -> Path:
 
 async def import_whole(memory, path: Path, *, include_bots: bool, bot_name: str) -> int:
     """The importer before streaming (bot/importer.py at 50406f0): whole file parsed, validated, then fed."""
-    from bot.conversation import address, stored_kind
     from bot.exports import Export
     from bot.memory.types import IncomingMessage
+    from bot.reply.routing import address, stored_kind
 
     export = Export.model_validate(json.loads(path.read_text(encoding="utf-8-sig")))  # noqa: ASYNC240 - as it was
     guild_id, channel = export.guild.id, export.channel

@@ -30,7 +30,7 @@ from bench.common import StallMeter
 from bench.recall import vocabulary
 from bot.cli import main
 from bot.discord_bot import ElefantBot
-from bot.reply_deadline import SLOW, Answer
+from bot.reply.deadline import SLOW, Answer
 from db.records import IncomingMessage
 
 INDEX = int(os.environ["LOAD_INDEX"])

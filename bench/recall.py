@@ -28,12 +28,12 @@ from pathlib import Path
 from tqdm import tqdm
 
 from bench.common import sqlite_engine
-from bot import past_questions
-from bot.conversation import Request
 from bot.llm.budget import Section, assemble
 from bot.llm.tokens import estimate_tokens
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
+from bot.reply import cite
+from bot.reply.routing import Request
 from bot.settings import Settings
 
 _INSERT = (
@@ -328,7 +328,7 @@ async def _answers(
     found = in_context = in_baseline = 0
     for plant in plants:
         request = Request(GUILD, 2**60 + 4999, plant.question, channel_id=CHANNELS[0])
-        hits = await past_questions.find(memory.recollection, request, now=NOW, limit=5)
+        hits = await cite.find(memory.recollection, request, now=NOW, limit=5)
         hit = any(h.message_id == plant.message_id for h in hits)
         found += hit
         if verbose and not hit:
@@ -336,7 +336,7 @@ async def _answers(
             print(f"MISS {plant.question!r} -> {plant.text!r} ({age and age.label(NOW, 'UTC')})")
             for h in hits:
                 print(f"    {h.score:.3f} {h.label(NOW, 'UTC')} {h.user_id % 1000} {h.text[:70]!r}")
-        cited = await past_questions.cite(memory.directory, hits, NOW)
+        cited = await cite.cite(memory.directory, hits, NOW)
         context = assemble(
             [
                 Section("Recalled", items=cited, share=0.5),

@@ -4,7 +4,7 @@ The guild is bench.recall's generator (40 members, a year, planted facts), index
 triggers. Every message also gets a vector — random unit vectors, quantised and stored as the bot stores them
 (embedding a million messages with the offline model takes hours on this machine; the cost of searching an
 index does not depend on what the vectors mean, so quality is measured apart, by `--conversations`). Each
-question then goes through `Responder.recall_memory` — the exact text the model would receive — with the
+question then goes through `Recollection.for_reply` — the exact text the model would receive — with the
 question embedded by the offline model, as a reply would. Reported: the time to build the guild's vector index
 (what the first question after a start triggers in the background), recall p50/p99, and bytes per vector.
 
@@ -35,12 +35,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bench.common import postgres_engine, print_table, sqlite_engine
 from bench.recall import CHANNELS, GUILD, MEMBERS, NAMES, NOW, Plant, build, pct, vocabulary
-from bot.conversation import Request
 from bot.llm.local_embedder import DIMENSIONS, MODEL, LocalEmbedder
+from bot.memory.assembly import Asked
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from bot.memory.recall.vectors import quantize
-from bot.responder import Responder
+from bot.reply.routing import Request
 from bot.settings import Settings
 from db import statistics
 from fakes.models import model_stack
@@ -191,13 +191,12 @@ async def _questions(engine: AsyncEngine, questions: list[str], messages: int) -
     index = memory.vectors._guilds[GUILD].index  # measuring its size
     per_vector_index = len(faiss.serialize_index(index)) / messages
     gc.freeze()  # as the bot does once started (bot/app.py): full collections would walk start-up's objects
-    responder = Responder(memory, router=None, chatter=_unused, policy="anyone")
-    await responder.recall_memory(Request(GUILD, 2**60 + 4999, questions[0], channel_id=CHANNELS[0]))
+    await memory.recollection.for_reply(Asked(GUILD, 2**60 + 4999, questions[0], channel_id=CHANNELS[0]))
     timings = []
     for question in questions:
-        request = Request(GUILD, 2**60 + 4999, question, channel_id=CHANNELS[0])
+        asked = Asked(GUILD, 2**60 + 4999, question, channel_id=CHANNELS[0])
         began = time.perf_counter()
-        await responder.recall_memory(request)
+        await memory.recollection.for_reply(asked)
         timings.append((time.perf_counter() - began) * 1000)
     used = _resident() - resident
     await memory.close()

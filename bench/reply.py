@@ -45,11 +45,11 @@ from bench.common import StallMeter, print_table, sqlite_engine
 from bench.recall import CHANNELS, GUILD, MEMBERS, NAMES, Plant, build, pct, vocabulary
 from bench.recall_scale import add_vectors
 from bot.app import App, open_app
-from bot.conversation import Request, Route, asks
 from bot.discord_bot import ElefantBot
 from bot.lifecycle import landed
 from bot.memory.summaries import context, rollups
-from bot.reply_deadline import SLOW, Answer
+from bot.reply.deadline import SLOW, Answer
+from bot.reply.routing import Request, Route, asks
 from bot.settings import Settings
 from db import statistics as planner_statistics
 from fakes.gemini_stub import GeminiStub, Reply, StubRequest, as_json

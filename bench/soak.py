@@ -27,8 +27,11 @@ import argparse
 import asyncio
 import contextlib
 import itertools
+import json
 import os
 import random
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -44,7 +47,7 @@ from bench.conversation_guild import Message, snowflake
 from bench.conversations import Conversation, write_exports
 from bench.embedding_cache import CachedEmbedder
 from bench.soak_guild import CHECKPOINTS, LIVES_FROM, Asked, History, addressed_text, checkpoint_at, lived, soak_guild
-from bot.conversation import Request, address, stored_kind
+from bot.app import responder_for
 from bot.importer import import_file
 from bot.llm.client import LLM
 from bot.llm.offline import OfflineProvider
@@ -53,8 +56,8 @@ from bot.llm.recording import RecordingProvider
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from bot.memory.types import IncomingMessage, Kind
-from bot.model_turns import ModelTurns
-from bot.responder import Responder
+from bot.reply.respond import Responder
+from bot.reply.routing import Request, address, stored_kind
 from bot.settings import Settings
 
 BOT_ID = 1 << 59
@@ -106,9 +109,8 @@ class Soak:
         self.checkpoints: list[Checkpoint] = []
 
     def responder(self) -> Responder:
-        turns = ModelTurns(self.llm, self.memory, self.settings)
-        return Responder(self.memory, router=turns.route, chatter=turns.chat, policy="anyone",
-                         recall_chatter=turns.chat)  # fmt: skip
+        """The reply as the bot wires it, a question about the past phrased by the model too (as `prompt` shows)."""
+        return responder_for(self.memory, self.llm, self.settings, model_answers_recall=True)
 
     async def live(self, folder: Path) -> list[Checkpoint]:
         await self.memory.start(schedule=False)
@@ -282,13 +284,7 @@ async def _footprint(engine: AsyncEngine) -> dict[str, float]:
         bot_share = float(chat[1]) / max(1.0, float(chat[0]) + float(chat[1]))
         if engine.dialect.name == "sqlite":
             await connection.execute(text("PRAGMA wal_checkpoint(TRUNCATE)"))
-            rows = await connection.execute(
-                text(
-                    "SELECT d.name, coalesce(m.tbl_name, d.name), sum(d.pgsize) FROM dbstat AS d "
-                    "LEFT JOIN sqlite_master AS m ON m.name = d.name GROUP BY d.name"
-                )
-            )
-            sizes = [(str(name), str(table), float(size)) for name, table, size in rows]
+            sizes = _sqlite_sizes(str(engine.url.database))
         else:
             rows = await connection.execute(
                 text(
@@ -308,6 +304,18 @@ async def _footprint(engine: AsyncEngine) -> dict[str, float]:
         elif table in MEMBER_TABLES or table.startswith("chat_fts"):
             member += size
     return {"total": total, "member": member, "bot": bot}
+
+
+def _sqlite_sizes(path: str) -> list[tuple[str, str, float]]:
+    """Each table's and index's bytes in a SQLite file, from its `dbstat` table: read by the standard library's
+    SQLite in a process of its own (the bundled one the bot uses, pysqlite3, is built without `dbstat`)."""
+    script = (
+        "import json, sqlite3, sys; c = sqlite3.connect(f'file:{sys.argv[1]}?mode=ro', uri=True); print(json.dumps("
+        "c.execute('SELECT d.name, coalesce(m.tbl_name, d.name), sum(d.pgsize) FROM dbstat AS d LEFT JOIN "
+        "sqlite_master AS m ON m.name = d.name GROUP BY d.name').fetchall()))"
+    )
+    out = subprocess.run([sys.executable, "-c", script, path], check=True, capture_output=True, text=True).stdout
+    return [(str(n), str(t), float(b)) for n, t, b in json.loads(out)]
 
 
 _CHAT_SHARES = {

@@ -63,7 +63,7 @@ def _jobs(rng: random.Random) -> list[tuple[Job, int]]:
                 # earlier, so that the newest evidence lands in the band.
                 extra = 42.0 if kind.qtype == "multi" else 0.0
                 age = before + rng.uniform(low, high - 4) + extra
-                jobs.append(((kind, rng.choice(NAMES), age), month))
+                jobs.append(((kind, rng.choice(NAMES), age, before), month))
     return jobs
 
 

@@ -17,8 +17,8 @@ from bot.llm.types import Provider
 from bot.memory.clock import Clock
 from bot.memory.manager import MemoryManager
 from bot.metrics.server import serve_metrics
-from bot.model_turns import ModelTurns
-from bot.responder import Responder
+from bot.reply.model_turns import ModelTurns
+from bot.reply.respond import Responder
 from bot.settings import ConfigError, Settings
 from db.engine import create_engine, create_session_factory
 from db.migrate import upgrade
@@ -59,6 +59,25 @@ async def open_app(
             yield app
 
 
+def responder_for(
+    memory: MemoryManager, llm: LLM, settings: Settings, *, model_answers_recall: bool | None = None
+) -> Responder:
+    """The reply, wired to memory's faces and the model: routing and chat by the model, a question about the past
+    phrased by it too when there is one (`model_answers_recall`; offline the bot lists what it found)."""
+    turns = ModelTurns(llm, memory.directory, settings)
+    phrased = not llm.is_offline if model_answers_recall is None else model_answers_recall
+    return Responder(
+        memory.facts,
+        memory.recollection,
+        memory.directory,
+        router=turns.route,
+        chatter=turns.chat,
+        policy=settings.facts_policy,
+        recall_chatter=turns.chat if phrased else None,
+        storage=memory.storage,
+    )
+
+
 @contextlib.asynccontextmanager
 async def _opened(
     settings: Settings, *, clock: Clock | None, background: bool, offline: Provider | None
@@ -77,14 +96,7 @@ async def _opened(
                 # a full collection walked all ~230,000 of those objects and stopped the event loop for ~110 ms
                 # (bench.reply), so they are moved out of the collector's sight.
                 gc.freeze()
-            turns = ModelTurns(llm, memory, settings)
-            responder = Responder(
-                memory,
-                router=turns.route,
-                chatter=turns.chat,
-                policy=settings.facts_policy,
-                recall_chatter=None if llm.is_offline else turns.chat,
-            )
+            responder = responder_for(memory, llm, settings)
             # Full collections wait for a moment without a reply (bot/collector.py).
             collector = (
                 spawn(collect_between_replies(memory.replies.quiet), name="garbage collector")

@@ -22,12 +22,12 @@ from datetime import UTC, datetime
 from typing import Any, TextIO, TypeVar
 
 from bot.app import App, open_app
-from bot.conversation import Request, address, stored_kind
 from bot.lifecycle import StoppedError, unless_stopped
 from bot.memory.clock import Clock, FakeClock
 from bot.memory.types import IncomingMessage, Kind
 from bot.metrics.server import serve_metrics
-from bot.responder import Answer
+from bot.reply.respond import Answer
+from bot.reply.routing import Request, address, stored_kind
 from bot.sending import defuse
 from bot.settings import Settings
 

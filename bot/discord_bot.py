@@ -20,7 +20,7 @@ from discord.ext import commands
 from bot.catchup import CatchUp
 from bot.faults import Fault
 from bot.memory.manager import MemoryManager
-from bot.responder import Responder
+from bot.reply.respond import Responder
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,6 @@ from typing import IO, Any
 from cachetools import LRUCache
 from tqdm import tqdm
 
-from bot.conversation import address, stored_kind
 from bot.exports import (
     DirectMessagesError,
     ExportAuthor,
@@ -35,6 +34,7 @@ from bot.exports import (
 from bot.memory.manager import MemoryManager
 from bot.memory.names import unnamed
 from bot.memory.types import IncomingMessage, Kind
+from bot.reply.routing import address, stored_kind
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ class Kind(IntEnum):
     """What a stored message is, for the readers that must tell them apart."""
 
     SPEECH = 0  # people talking among themselves: everything memory is built from
-    # Addressed to the bot (a question, a command, chat with it: whatever bot/conversation.py `address` finds):
+    # Addressed to the bot (a question, a command, chat with it: whatever bot/reply/routing.py `address` finds):
     # the conversation with the bot is no evidence of what people said. Kept for the channel's window and for
     # deletion with its author, never a recall candidate, summary material or "what X said".
     ADDRESSED = 1

@@ -14,9 +14,9 @@ import pytest
 
 from bot import answer_due
 from bot.app import open_app
-from bot.reply_deadline import SLOW
+from bot.reply.deadline import SLOW
 from fakes.gemini_stub import GeminiStub, error
-from tests.test_reply_deadline import ask, seed, settings_for, sqlite_url  # noqa: F401 -- fixtures
+from tests.reply.test_deadline import ask, seed, settings_for, sqlite_url  # noqa: F401 -- fixtures
 
 HANG_GUARD = 60.0  # a reply that waited for retries would take the deadline (10 s) each; this only stops a hang
 FAILING = "The model is failing right now"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 
 from bot.app import open_app
-from bot.conversation import Request
+from bot.reply.routing import Request
 from db.engine import create_engine
 from db.models import LlmCall, UserFacts
 from tests.factories import ALICE, GUILD, message

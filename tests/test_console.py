@@ -166,7 +166,7 @@ def test_nothing_typed_is_dropped_as_a_duplicate_across_runs(tmp_path):
 
 def test_remember_this_in_reply_to_the_bot_stores_no_fact_about_the_bot(tmp_path):
     from bot.console import BOT_ID, GUILD
-    from bot.responder import NOT_ABOUT_ME
+    from bot.reply.respond import NOT_ABOUT_ME
 
     script = "\n".join(
         [
@@ -194,8 +194,8 @@ async def test_the_models_mentions_are_shown_as_names_and_its_mass_pings_inert(t
 
     from bot.cli.runner import migrate_database
     from bot.console import BOT_ID, member_id, run_console
-    from bot.conversation import Route
-    from bot.reply_deadline import Answer, ReplyDeadline
+    from bot.reply.deadline import Answer, ReplyDeadline
+    from bot.reply.routing import Route
     from bot.settings import Settings
 
     said = f"@everyone and @here: <@{member_id('alice')}> asked <@{BOT_ID}>"

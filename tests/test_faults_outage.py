@@ -16,13 +16,13 @@ from sqlalchemy import func, select
 from bot.app import open_app
 from bot.cogs.listener import APOLOGY
 from bot.discord_bot import ElefantBot
-from bot.reply_deadline import AWAY
+from bot.reply.deadline import AWAY
 from db.engine import create_engine, create_session_factory
 from db.models import ChatMessage
 from fakes.gemini_stub import GeminiStub
 from tests.discord.test_listener_deadline import next_message
 from tests.private_postgres import PrivateServer
-from tests.test_reply_deadline import settings_for
+from tests.reply.test_deadline import settings_for
 
 OUTAGE_SECONDS = 4.0
 BURST = 200

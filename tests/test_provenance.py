@@ -12,15 +12,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
-from bot.conversation import Request, Route
 from bot.llm.client import LLM
 from bot.llm.offline import OfflineProvider
 from bot.llm.prompts import load_prompts
 from bot.llm.recording import RecordingProvider
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
-from bot.model_turns import ModelTurns
-from bot.responder import Responder
+from bot.reply.model_turns import ModelTurns
+from bot.reply.respond import Responder
+from bot.reply.routing import Request, Route
 from db.models import ChatMessage, ReplySource
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, message
 
@@ -39,7 +39,7 @@ async def memory(engine, settings, recorder):
     settings = settings.model_copy(update={"memory_wait_seconds": 600, "recall_token_budget": 300})
     llm = LLM(None, prompts=load_prompts(), offline=recorder)
     memory = MemoryManager(engine, settings, llm=llm, clock=FakeClock(NOW))
-    memory.turns = ModelTurns(llm, memory, settings)
+    memory.turns = ModelTurns(llm, memory.directory, settings)
     await memory.start()
     people = ((ALICE, "alice"), (BOB, "bob"), (CAROL, "carol"))
     for day in range(40):
@@ -56,7 +56,15 @@ async def memory(engine, settings, recorder):
 
 async def test_a_replys_sources_are_the_messages_its_prompt_showed(memory, recorder):
     turns = memory.turns
-    responder = Responder(memory, router=turns.route, chatter=turns.chat, policy="anyone", recall_chatter=turns.chat)
+    responder = Responder(
+        memory.facts,
+        memory.recollection,
+        memory.directory,
+        router=turns.route,
+        chatter=turns.chat,
+        policy="anyone",
+        recall_chatter=turns.chat,
+    )
     recorder.calls.clear()
     request = Request(GUILD, ALICE, "when did we go on the kayak trips down the river?", channel_id=CHANNEL)
     answer = await responder.respond(request)

@@ -33,12 +33,11 @@ async def prompt(guild_id: int, user_id: int, channel_id: int | None, at: dateti
     """Print the route the bot takes for MESSAGE and the exact system and user text the model would receive
     (offline; with --at, as at that moment: nothing said after it)."""
     settings = command_settings()
-    from bot.conversation import Request, Route, address, fast_route
+    from bot.app import responder_for
     from bot.llm.offline import OfflineProvider
     from bot.llm.recording import RecordingProvider
     from bot.memory.clock import ReplayClock
-    from bot.model_turns import ModelTurns
-    from bot.responder import Responder
+    from bot.reply.routing import Request, Route, address, fast_route
 
     # Offline whatever the settings say, and patient: what the model would receive once memory is ready.
     offline = settings.model_copy(update={"gemini_api_key": None, "memory_wait_seconds": 600})
@@ -52,12 +51,9 @@ async def prompt(guild_id: int, user_id: int, channel_id: int | None, at: dateti
             click.echo(f"route: {decision.route.value}")
             click.echo("(a facts change: `prompt` shows the route and changes nothing)")
             return
-        turns = ModelTurns(app.llm, app.memory, offline)
         # As the bot replies, except that a question about the past is answered by the model too (offline the bot
         # only lists what it found): its prompt is what a configured model receives on that route.
-        responder = Responder(
-            app.memory, router=turns.route, chatter=turns.chat, policy=offline.facts_policy, recall_chatter=turns.chat
-        )
+        responder = responder_for(app.memory, app.llm, offline, model_answers_recall=True)
         recorder.calls.clear()  # start-up's own calls (summaries) are not the reply's
         answer = await responder.respond(request)
         waiting = await app.memory.admin.unembedded_count()

@@ -48,19 +48,22 @@ async def context(guild_id: int, user_id: int, at: datetime | None) -> None:
 @click.argument("question")
 @async_command
 async def recall(guild_id: int, channel_id: int | None, asker: int, at: datetime | None, question: str) -> None:
-    """Print exactly what the model would receive to answer a question about the past (with --at, as at that
-    moment: nothing said after it)."""
+    """Print exactly what the model would receive from memory for QUESTION, as a reply sends it (with --at, as at
+    that moment: nothing said after it)."""
     settings = command_settings()
-    from bot.conversation import Request
+    from bot.memory.assembly import Asked
     from bot.memory.clock import ReplayClock
+    from bot.reply.routing import address
 
-    # At a past moment, as then: nothing said (or remembered, or summarised) after it.
-    async with guild_app(settings, guild_id, clock=ReplayClock(at) if at else None) as app:
-        request = Request(guild_id, asker, question, channel_id=channel_id)
+    # Patient, as `prompt` is: what a reply receives once memory is ready. At a past moment, as then: nothing said
+    # (or remembered, or summarised) after it.
+    patient = settings.model_copy(update={"memory_wait_seconds": 600})
+    text = address(question, bot_user_id=0, bot_name=settings.bot_name, replied_to_bot=False) or question
+    async with guild_app(patient, guild_id, clock=ReplayClock(at) if at else None) as app:
         await app.memory.recollection.vectors_ready(guild_id)  # one question: worth waiting for the model and the index
-        memory, _ = await app.responder.recall_memory(request)
+        remembered = await app.memory.recollection.for_reply(Asked(guild_id, asker, text, channel_id=channel_id))
         waiting = await app.memory.admin.unembedded_count()
-    click.echo(memory or "(nothing found)")
+    click.echo(remembered.text or "(nothing found)")
     if waiting:
         click.echo(
             f"({waiting:,} stored messages are not embedded yet, so only their words are searched; "

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 import discord
 from discord.ext import commands
 
-from bot.conversation import Request, address, stored_kind
 from bot.lifecycle import set_or_done, spawn
 from bot.memory.intake.face import Intake
 from bot.memory.recollection import Recollection
 from bot.memory.types import IncomingMessage, Kind
-from bot.responder import Answer
+from bot.reply.respond import Answer
+from bot.reply.routing import Request, address, stored_kind
 from bot.sending import defuse, split_message
 from bot.speech import spoken
 

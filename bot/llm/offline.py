@@ -111,33 +111,38 @@ MENTIONED_CHARS = 240
 
 
 def chat(memory: str, author: str, reason: str = "none", message: str = "") -> str:
-    """What the bot says when asked to chat without a model: why (none configured, or failing), and the one line
-    of what it was given that bears most on the message (else the first thing it knows about the author)."""
+    """What the bot says when asked to chat without a model: why (none configured, or failing), what it knows about
+    the author first (facts lead the context: they are always served), and the one recalled line that bears most on
+    the message."""
     opening = (
         f"The model is failing right now, so I can't chat properly, {author}."
         if reason == "failing"
         else f"I'm running without a language model, so I can't chat, {author}."
     )
-    line, recalled = closest_line(memory, message)
-    if not line:
-        return f"{opening} {CAN_STILL}"
-    said = trim_to_chars(line, MENTIONED_CHARS)
-    return f"{opening} {CAN_STILL} {'From what was said here' if recalled else 'What I remember about you'}: {said}"
+    own, recalled = _lines(memory)
+    said = [opening, CAN_STILL]
+    if own:
+        said.append(f"What I remember about you: {trim_to_chars(own[0], MENTIONED_CHARS)}")
+    if line := closest_line(recalled, message):
+        said.append(f"From what was said here: {trim_to_chars(line, MENTIONED_CHARS)}")
+    return " ".join(said)
 
 
-def closest_line(memory: str, message: str) -> tuple[str, bool]:
-    """The line of `memory` sharing the most content words with `message` (none shared: its first line), and
-    whether it comes from the recalled conversation."""
+def _lines(memory: str) -> tuple[list[str], list[str]]:
+    """The memory's own lines (the author's context, mentioned members' facts) and its recalled ones."""
     own, _, recalled = memory.partition(RECALLED_HEADER)
-    lines = [(line.strip(), False) for line in own.splitlines()] + [
-        (line.strip(), True) for line in recalled.splitlines()
-    ]
-    lines = [(line, r) for line, r in lines if line and not line.endswith(":")]
-    if not lines:
-        return "", False
+
+    def kept(part: str) -> list[str]:
+        return [line.strip() for line in part.splitlines() if line.strip() and not line.strip().endswith(":")]
+
+    return kept(own), kept(recalled)
+
+
+def closest_line(lines: list[str], message: str) -> str:
+    """The line sharing the most content words with `message` (none shared: none)."""
     asked = content_stems(message)
-    best = max(lines, key=lambda item: len(asked & content_stems(item[0])))
-    return best if asked & content_stems(best[0]) else lines[0]
+    best = max(lines, key=lambda line: len(asked & content_stems(line)), default="")
+    return best if asked & content_stems(best) else ""
 
 
 class OfflineProvider:

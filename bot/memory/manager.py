@@ -237,6 +237,7 @@ class MemoryManager:
             replies=self.replies,
             budget_tokens=self.settings.recall_token_budget,
             vectors_ready=self._vectors_ready,
+            wait_seconds=lambda: self.settings.memory_wait_seconds,
             follow_others=self.changes.feed.catch_up,
         )
         self.admin = Admin(

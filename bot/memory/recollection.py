@@ -13,6 +13,7 @@ from dataclasses import replace
 from datetime import datetime
 from functools import partial
 
+from bot.memory.assembly import Asked, Remembered, assemble
 from bot.memory.choices import Choices
 from bot.memory.clock import Clock
 from bot.memory.facts.face import Facts
@@ -43,6 +44,7 @@ class Recollection:
         replies: Replies,
         budget_tokens: int,
         vectors_ready: Callable[[int | None], Awaitable[bool]],
+        wait_seconds: Callable[[], float],
         follow_others: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._recall = recall
@@ -55,6 +57,7 @@ class Recollection:
         self._replies = replies
         self._budget = budget_tokens
         self._vectors_ready = vectors_ready
+        self._wait_seconds = wait_seconds  # MEMORY_WAIT_SECONDS, read at each reply
 
     def under_way(self) -> AbstractAsyncContextManager[None]:
         """Hold while a reply is being made: background writes and embedding let it go first."""
@@ -81,6 +84,27 @@ class Recollection:
         if self._context is None:
             return await self._facts.get(guild_id, user_id)
         return await self._context.get_memories(guild_id, user_id, now=now, patient=patient)
+
+    async def for_reply(self, asked: Asked, *, found: asyncio.Future[Found] | None = None) -> Remembered:
+        """What a reply to `asked` receives from memory, and its provenance: the one assembly (bot/memory/assembly.py)
+        that replies, `recall`, `prompt` and the benchmarks all read. `found`: the recall search for it, begun while
+        the model routes the message."""
+
+        def recollect(message: Asked, search: asyncio.Future[Found] | None) -> Awaitable[Recalled]:
+            return self.recollect(
+                message.guild_id, message.text, channel_id=message.channel_id, floor=True, found=search,
+                asked_in=message.message_id,
+            )  # fmt: skip
+
+        return await assemble(
+            asked,
+            context=self.context,
+            facts_of=self._facts.get,
+            name_of=self._names.name,
+            recollect=recollect,
+            wait_seconds=self._wait_seconds(),
+            found=found,
+        )
 
     def remembered(self, guild_id: int, user_id: int) -> str | None:
         """What this process still has in mind about a member without reading the database: the last context

@@ -39,8 +39,9 @@ class PlannerStatistics:
         return await statistics.refresh(self._engine)
 
     async def _run(self) -> None:
-        seen, checked = -REFRESH_ROWS, -HOURLY  # the first check at start
+        seen, checked = -REFRESH_ROWS, -HOURLY  # the first check a minute after start (start-up has its own work)
         while True:
+            await asyncio.sleep(CHECK_SECONDS)
             now, stored = time.monotonic(), self._stored()
             if stored - seen >= REFRESH_ROWS or now - checked >= HOURLY:
                 seen, checked = stored, now
@@ -48,7 +49,6 @@ class PlannerStatistics:
                     await self.refresh()
                 except Exception:  # statistics are an optimisation; the next check tries again
                     log.warning("updating the query planner's statistics failed", exc_info=True)
-            await asyncio.sleep(CHECK_SECONDS)
 
     async def close(self) -> None:
         """Stop checking."""

@@ -15,9 +15,9 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, disable_cre
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from bot.conversation import Route
 from bot.llm.breaker import State
 from bot.llm.resilience import ResilientProvider
+from bot.reply.routing import Route
 
 if TYPE_CHECKING:
     from bot.app import App

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from xml.sax.saxutils import unescape
 
 import pytest
 
@@ -97,3 +98,19 @@ def test_prompt_shows_a_facts_change_without_making_it(imported, tmp_path):
     assert result.stdout.splitlines()[0] == "route: remember"
     about = run_cli(["recall", "--guild", str(PETS.id), "--as", str(ANA.id), "dogs?"], imported, tmp_path)
     assert "like dogs" not in about.stdout
+
+
+def test_recall_prints_exactly_the_memory_a_reply_sends(imported, tmp_path):
+    """One assembly (bot/memory/assembly.py): what `recall` prints is, byte for byte, the memory part of the prompt
+    `prompt` shows for the same message, member and moment (there XML-escaped, as every value of a prompt is)."""
+    message = "Elefant, what did Bob ask about Pixel the kitten?"
+    at = ["--guild", str(PETS.id), "--at", (T + timedelta(hours=2)).isoformat()]
+    # The first read builds and stores the summaries a context reaches (derived data, kept): both read them after.
+    run_cli(["recall", *at, "--as", str(ANA.id), message], imported, tmp_path)
+    prompted = run_cli(["prompt", *at, "--user", str(ANA.id), message], imported, tmp_path)
+    recalled = run_cli(["recall", *at, "--as", str(ANA.id), message], imported, tmp_path)
+    assert recalled.returncode == prompted.returncode == 0, recalled.stderr + prompted.stderr
+    user = prompted.stdout.split("=== user ===\n", 1)[1]
+    sent = user.split("<memory>", 1)[1].split("</memory>", 1)[0]
+    assert sent, "the reply received memory"
+    assert recalled.stdout == unescape(sent) + "\n"

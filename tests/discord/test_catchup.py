@@ -18,7 +18,7 @@ from sqlalchemy import select
 
 from bot.discord_bot import ElefantBot
 from bot.memory.manager import MemoryManager
-from bot.responder import Responder
+from bot.reply.respond import Responder
 from db.engine import create_session_factory
 from db.models import ChatMessage
 from tests.discord.gateway import discord_logs_from
@@ -51,7 +51,9 @@ async def bot(engine, settings, monkeypatch):
     FAILING.clear()
     memory = MemoryManager(engine, settings, facts_model=AppendingModel())
     await memory.start()
-    responder = Responder(memory, router=None, chatter=chat, policy="anyone")
+    responder = Responder(
+        memory.facts, memory.recollection, memory.directory, router=None, chatter=chat, policy="anyone"
+    )
     bot = ElefantBot(memory=memory, responder=responder, settings=settings, sync_commands=False)
     dpytest.configure(bot, text_channels=["general", "staff"], members=["alice", "bob"])
     await bot._async_setup_hook()
@@ -159,7 +161,9 @@ async def test_no_catch_up_when_it_is_turned_off(engine, settings, monkeypatch):
     await memory.start()
     bot = ElefantBot(
         memory=memory,
-        responder=Responder(memory, router=None, chatter=chat, policy="anyone"),
+        responder=Responder(
+            memory.facts, memory.recollection, memory.directory, router=None, chatter=chat, policy="anyone"
+        ),
         settings=memory.settings,
         sync_commands=False,
     )

@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from bot.discord_bot import ElefantBot
 from bot.memory.clock import Clock
 from bot.memory.manager import MemoryManager
-from bot.responder import Responder
+from bot.reply.respond import Responder
 from db.deletion import remaining
 from db.models import ChatMessage, UserFacts
 from fakes.models import model_stack
@@ -25,7 +25,14 @@ async def bot(engine, settings):
     settings = settings.model_copy(update={"memory_wait_seconds": 60})  # cache figures, not the latency guard
     memory = MemoryManager(engine, settings, llm=model_stack(), clock=Clock())
     await memory.start()
-    responder = Responder(memory, router=None, chatter=lambda request, context: "ok", policy="anyone")
+    responder = Responder(
+        memory.facts,
+        memory.recollection,
+        memory.directory,
+        router=None,
+        chatter=lambda request, context: "ok",
+        policy="anyone",
+    )
     bot = ElefantBot(memory=memory, responder=responder, settings=settings, sync_commands=False)
     dpytest.configure(bot, text_channels=["general", "staff"], members=["alice", "bob"])
     await bot._async_setup_hook()

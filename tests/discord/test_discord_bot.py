@@ -28,7 +28,7 @@ from bot.discord_bot import ElefantBot, ShardedElefantBot, make_bot
 from bot.memory.clock import Clock
 from bot.memory.manager import MemoryManager
 from bot.metrics.server import serve_metrics
-from bot.responder import Responder
+from bot.reply.respond import Responder
 from bot.settings import ConfigError, Settings, load_settings
 from db.models import ChatMessage
 from fakes.models import model_stack
@@ -88,7 +88,14 @@ async def bot(engine, settings):
     settings = settings.model_copy(update={"memory_wait_seconds": 60})
     memory = MemoryManager(engine, settings, llm=model_stack(), clock=Clock())
     await memory.start()
-    responder = Responder(memory, router=None, chatter=lambda request, context: "ok", policy="anyone")
+    responder = Responder(
+        memory.facts,
+        memory.recollection,
+        memory.directory,
+        router=None,
+        chatter=lambda request, context: "ok",
+        policy="anyone",
+    )
     bot = ElefantBot(memory=memory, responder=responder, settings=settings, sync_commands=False)
     dpytest.configure(bot, text_channels=["general", "staff"], members=["alice", "bob"])
     await bot._async_setup_hook()

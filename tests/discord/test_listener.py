@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from bot.discord_bot import ElefantBot
 from bot.memory.manager import MemoryManager
-from bot.responder import Responder
+from bot.reply.respond import Responder
 from db.engine import create_session_factory
 from db.models import ChatMessage
 from tests.memory.facts.test_store import AppendingModel
@@ -34,7 +34,9 @@ async def echo_chat(request, context):
 async def bot(engine, settings):
     memory = MemoryManager(engine, settings, facts_model=AppendingModel())
     await memory.start()
-    responder = Responder(memory, router=None, chatter=echo_chat, policy="anyone")
+    responder = Responder(
+        memory.facts, memory.recollection, memory.directory, router=None, chatter=echo_chat, policy="anyone"
+    )
     bot = ElefantBot(memory=memory, responder=responder, settings=settings, sync_commands=False)
     dpytest.configure(bot, members=["alice", "bob"])
     await bot._async_setup_hook()  # after configure, as the field notes say
@@ -147,7 +149,9 @@ async def test_replies_go_on_while_storage_is_stuck_and_everything_is_stored_aft
     small = settings.model_copy(update={"ingest_queue_max": 20, "ingest_flush_ms": 20, "memory_wait_seconds": 0.3})
     memory = MemoryManager(engine, small, facts_model=AppendingModel())
     await memory.start()
-    responder = Responder(memory, router=None, chatter=echo_chat, policy="anyone")
+    responder = Responder(
+        memory.facts, memory.recollection, memory.directory, router=None, chatter=echo_chat, policy="anyone"
+    )
     bot = ElefantBot(memory=memory, responder=responder, settings=small, sync_commands=False)
     dpytest.configure(bot, members=["alice", "bob"])
     await bot._async_setup_hook()

@@ -21,7 +21,7 @@ from bot.cogs import listener
 from bot.discord_bot import ElefantBot
 from bot.llm.local_embedder import DIMENSIONS
 from fakes.gemini_stub import hang
-from tests.test_reply_deadline import settings_for
+from tests.reply.test_deadline import settings_for
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ from sqlalchemy import select
 from bot.cogs.listener import channel_scope, speech_of
 from bot.discord_bot import ElefantBot
 from bot.memory.manager import MemoryManager
-from bot.model_turns import ModelTurns
-from bot.responder import Responder
+from bot.reply.model_turns import ModelTurns
+from bot.reply.respond import Responder
 from db.models import ChatMessage
 from db.records import Kind
 from fakes.models import model_stack
@@ -32,8 +32,10 @@ async def bot(engine, settings):
     llm = model_stack()  # offline: summaries quote what was said, so a leak shows verbatim
     memory = MemoryManager(engine, settings, llm=llm)
     await memory.start()
-    turns = ModelTurns(llm, memory, settings)
-    responder = Responder(memory, router=turns.route, chatter=turns.chat, policy="anyone")
+    turns = ModelTurns(llm, memory.directory, settings)
+    responder = Responder(
+        memory.facts, memory.recollection, memory.directory, router=turns.route, chatter=turns.chat, policy="anyone"
+    )
     bot = ElefantBot(memory=memory, responder=responder, settings=settings, sync_commands=False)
     dpytest.configure(bot, text_channels=["general", "staff"], members=["alice", "bob"])
     await bot._async_setup_hook()

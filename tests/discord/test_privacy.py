@@ -11,12 +11,12 @@ import discord
 import discord.ext.test as dpytest
 import pytest
 
-from bot.conversation import Request
 from bot.discord_bot import ElefantBot
 from bot.memory.clock import Clock
 from bot.memory.manager import MemoryManager
-from bot.model_turns import ModelTurns
-from bot.responder import Responder
+from bot.reply.model_turns import ModelTurns
+from bot.reply.respond import Responder
+from bot.reply.routing import Request
 
 SECRET = "the vault code is 4242"
 
@@ -25,8 +25,10 @@ SECRET = "the vault code is 4242"
 async def bot(engine, settings, llm):
     memory = MemoryManager(engine, settings, llm=llm, clock=Clock())
     await memory.start()
-    turns = ModelTurns(llm, memory, settings)
-    responder = Responder(memory, router=turns.route, chatter=turns.chat, policy="anyone")
+    turns = ModelTurns(llm, memory.directory, settings)
+    responder = Responder(
+        memory.facts, memory.recollection, memory.directory, router=turns.route, chatter=turns.chat, policy="anyone"
+    )
     bot = ElefantBot(memory=memory, responder=responder, settings=settings, sync_commands=False)
     dpytest.configure(bot, text_channels=["general", "staff"], members=["alice"])
     await bot._async_setup_hook()

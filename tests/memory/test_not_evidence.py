@@ -15,11 +15,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
-from bot.conversation import Request, address, stored_kind
+from bot.memory.assembly import Asked
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from bot.memory.types import IncomingMessage, Kind
-from bot.responder import Responder
+from bot.reply.routing import address, stored_kind
 from db.models import ChatMessage, MessageVector
 from fakes.models import model_stack
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, message
@@ -70,8 +70,8 @@ async def test_a_question_to_the_bot_is_never_evidence_but_stays_in_the_conversa
     hits = await memory.recollection.recall(GUILD, bobs, channel_id=CHANNEL, limit=50)
     assert kitten.message_id in {h.message_id for h in hits}
     assert {h.message_id for h in hits}.isdisjoint({asked.message_id, answer.message_id})
-    responder = Responder(memory, router=None, chatter=lambda request, context: "unused", policy="anyone")
-    received, recalled = await responder.recall_memory(Request(GUILD, BOB, bobs, channel_id=CHANNEL))
+    remembered = await memory.recollection.for_reply(Asked(GUILD, BOB, bobs, channel_id=CHANNEL))
+    received, recalled = remembered.text or "", remembered.recalled
     assert "I adopted a kitten named Pixel" in received
     assert "what did I say" not in received and "alice said:" not in received
     assert {t.message_id for s in recalled.snippets for t in s.turns}.isdisjoint({asked.message_id, answer.message_id})

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from bot.conversation import Request
 from bot.llm.client import LLM
 from bot.llm.prompts import load_prompts
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
-from bot.responder import Responder
+from bot.reply.respond import Responder
+from bot.reply.routing import Request
 from db.records import IncomingMessage, Kind
 from fakes.models import model_stack
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, message
@@ -84,7 +84,14 @@ async def make_world(engine, settings, llm: LLM) -> World:
         embedder=SameVector(),
     )
     await memory.start()
-    responder = Responder(memory, router=None, chatter=lambda request, context: "ok", policy="anyone")
+    responder = Responder(
+        memory.facts,
+        memory.recollection,
+        memory.directory,
+        router=None,
+        chatter=lambda request, context: "ok",
+        policy="anyone",
+    )
     w = World(memory, responder)
     memory.directory.note_name(GUILD, ALICE, "alice")
     memory.directory.note_name(GUILD, BOB, "bob")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pydantic import SecretStr
 
 from bot.app import open_app
-from bot.conversation import Request
 from bot.metrics.server import serve_metrics
+from bot.reply.routing import Request
 from fakes.gemini_stub import GeminiStub, error
 from tests.factories import ALICE, GUILD
 from tests.metrics.scrape import samples, scrape, value

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from bot.app import open_app
-from bot.conversation import Request
 from bot.metrics.server import serve_metrics
+from bot.reply.routing import Request
 from bot.settings import ConfigError, Settings
 from tests.factories import ALICE, GUILD, message
 from tests.metrics.scrape import names, samples, scrape, value

@@ -94,7 +94,7 @@ class Question:
     recent: bool = False  # "recently", "lately", "these days" with no explicit time
 
 
-# The words a question opens with (bot/conversation.py's `asks` reads them too).
+# The words a question opens with (bot/reply/routing.py's `asks` reads them too).
 QUESTION_WORDS = (
     "who|whom|whose|what|when|where|why|how|which|did|does|do|was|were|is|are|has|have|had|can|could|would|will"
 )

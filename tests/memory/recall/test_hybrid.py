@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 from sqlalchemy import event, func, select
 
-from bot.conversation import Decision, Request, Route
 from bot.lifecycle import landed
 from bot.llm.embeddings import GeminiEmbedder
 from bot.memory.manager import MemoryManager
@@ -24,8 +23,9 @@ from bot.memory.recall import embedding
 from bot.memory.recall import vectors as vector_index
 from bot.memory.summaries import context as member_context
 from bot.memory.summaries import rollups
-from bot.reply_deadline import Answer
-from bot.responder import Responder
+from bot.reply.deadline import Answer
+from bot.reply.respond import Responder
+from bot.reply.routing import Decision, Request, Route
 from db.models import ChatMessage, MessageVector
 from db.records import MessageVector as Vector
 from db.search import turns as recall_rows
@@ -214,7 +214,9 @@ async def test_background_embedding_waits_while_a_reply_is_under_way(build, stub
         await release.wait()
         return "ok"
 
-    responder = Responder(memory, router=None, chatter=chatter, policy="anyone")
+    responder = Responder(
+        memory.facts, memory.recollection, memory.directory, router=None, chatter=chatter, policy="anyone"
+    )
     reply = asyncio.create_task(responder.respond(Request(guild_id=GUILD, author_id=ALICE, text="nice weather")))
     await answering.wait()
     await memory.intake.message(message("the exam moved to monday", author=BOB, at=T0))
@@ -391,7 +393,9 @@ async def test_a_chat_lines_recall_takes_at_most_four_statements(engine, setting
             replying.set(True)
             return await responder.respond(Request(GUILD, ALICE, text, channel_id=CHANNEL))
 
-        responder = Responder(memory, router=router, chatter=model, policy="anyone")
+        responder = Responder(
+            memory.facts, memory.recollection, memory.directory, router=router, chatter=model, policy="anyone"
+        )
         await responder.respond(Request(GUILD, ALICE, "my blue kettle is broken", channel_id=CHANNEL))  # words counted
         async with asyncio.timeout(30):  # what that first context started behind it (a busy machine lags) lands
             await landed(rollups.BUILDING, member_context.BUILDING)

@@ -7,12 +7,13 @@ from datetime import timedelta
 
 import pytest
 
-from bot import past_questions
-from bot.conversation import Decision, Request, Route, fast_route
+from bot.memory.assembly import Asked
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
-from bot.model_turns import ModelTurns
-from bot.responder import Responder
+from bot.reply import cite
+from bot.reply.model_turns import ModelTurns
+from bot.reply.respond import Responder
+from bot.reply.routing import Decision, Request, Route, fast_route
 from db.search import summaries as recall_store
 from db.summaries import save_day
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, T0, message
@@ -46,7 +47,7 @@ async def test_questions_about_the_past_are_routed_to_recall(text, route):
 async def memory(engine, settings, llm):
     memory = MemoryManager(engine, settings, llm=llm, facts_model=AppendingModel(), clock=FakeClock(T0))
     await memory.start()
-    memory.turns = ModelTurns(llm, memory, settings)
+    memory.turns = ModelTurns(llm, memory.directory, settings)
     old = message("my chemistry exam is on the 14th", author=BOB, name="Bob", at=T0 - timedelta(days=25))
     for msg in (
         old,
@@ -62,7 +63,9 @@ async def memory(engine, settings, llm):
 
 async def test_recall_answer_cites_date_author_and_link(memory, llm):
     responder = Responder(
-        memory,
+        memory.facts,
+        memory.recollection,
+        memory.directory,
         router=memory.turns.route,
         chatter=memory.turns.chat,
         policy="anyone",
@@ -81,7 +84,9 @@ async def test_recall_answer_cites_date_author_and_link(memory, llm):
 
 
 async def test_nothing_found_says_so(memory):
-    responder = Responder(memory, router=None, chatter=memory.turns.chat, policy="anyone")
+    responder = Responder(
+        memory.facts, memory.recollection, memory.directory, router=None, chatter=memory.turns.chat, policy="anyone"
+    )
     answer = await responder.respond(Request(GUILD, ALICE, "when did we talk about volcanoes?"))
     assert answer.text == "I couldn't find anything about that in what I've kept from this server."
 
@@ -93,7 +98,9 @@ async def test_chat_carries_what_recall_finds_to_the_model(memory, llm):
         received.append(context)
         return await memory.turns.chat(request, context)
 
-    responder = Responder(memory, router=None, chatter=chat, policy="anyone")
+    responder = Responder(
+        memory.facts, memory.recollection, memory.directory, router=None, chatter=chat, policy="anyone"
+    )
     answer = await responder.respond(
         Request(GUILD, ALICE, "good luck to Bob with the chemistry exam on the 14th!", channel_id=CHANNEL)
     )
@@ -110,7 +117,9 @@ async def test_chat_about_nothing_in_particular_gets_no_recall(memory):
         received.append(context)
         return "ok"
 
-    responder = Responder(memory, router=None, chatter=chat, policy="anyone")
+    responder = Responder(
+        memory.facts, memory.recollection, memory.directory, router=None, chatter=chat, policy="anyone"
+    )
     await responder.respond(Request(GUILD, ALICE, "how are you doing today?", channel_id=CHANNEL))
     assert "Recalled conversation" not in (received[0] or "")
 
@@ -132,10 +141,8 @@ async def test_a_paraphrased_question_finds_its_answer_offline(engine, settings,
         await memory.embedding.idle()
         await memory.flush()
         assert await memory.recollection.vectors_ready(GUILD)
-        responder = Responder(memory, router=None, chatter=lambda r, c: "unused", policy="anyone")
-        received, _ = await responder.recall_memory(
-            Request(GUILD, ALICE, "when are Bob's finals at school?", channel_id=CHANNEL)
-        )
+        asked = Asked(GUILD, ALICE, "when are Bob's finals at school?", channel_id=CHANNEL)
+        received = (await memory.recollection.for_reply(asked)).text or ""
         assert "my chemistry exam is on the 14th" in received  # no word in common, four months old
     finally:
         await memory.close()
@@ -148,11 +155,11 @@ async def test_citations_name_every_author_and_render_mentions_without_pings(mem
     await memory.flush()
     hits = await memory.recollection.recall(GUILD, "exam", now=T0, limit=5)
     stranger = replace(hits[-1], user_id=2**60 + 7777)  # a member whose name was never stored
-    lines = await past_questions.cite(memory.directory, [*hits, stranger], T0)
+    lines = await cite.cite(memory.directory, [*hits, stranger], T0)
     assert len(lines) == len(hits) + 1 and len(hits) >= 2 and not any("<@" in line for line in lines)
     assert any("— Bob: “Ana the exam room moved to B12”" in line for line in lines)
     assert lines[-1].split(" — ")[1].startswith(f"member {str(stranger.user_id)[-4:]}: “")
-    assert await past_questions.cite(memory.directory, [], T0) == []
+    assert await cite.cite(memory.directory, [], T0) == []
 
 
 async def test_the_question_itself_is_never_its_own_answer(memory):
@@ -160,7 +167,9 @@ async def test_the_question_itself_is_never_its_own_answer(memory):
     asked = message("did anyone mention a chemistry exam?", author=ALICE, name="Ana", at=T0)
     await memory.intake.message(asked)
     await memory.flush()
-    responder = Responder(memory, router=None, chatter=memory.turns.chat, policy="anyone")
+    responder = Responder(
+        memory.facts, memory.recollection, memory.directory, router=None, chatter=memory.turns.chat, policy="anyone"
+    )
     request = Request(GUILD, ALICE, asked.content, channel_id=CHANNEL, message_id=asked.message_id)
     answer = await responder.respond(request)
     assert answer.route is Route.RECALL
@@ -179,7 +188,9 @@ async def test_the_offline_answer_lists_what_recall_ranked_first(memory):
     for msg in (hike, beside):
         await memory.intake.message(msg)
     await memory.flush()
-    responder = Responder(memory, router=None, chatter=memory.turns.chat, policy="anyone")
+    responder = Responder(
+        memory.facts, memory.recollection, memory.directory, router=None, chatter=memory.turns.chat, policy="anyone"
+    )
     answer = await responder.respond(
         Request(GUILD, ALICE, "when did Bob mention the volcano hike?", channel_id=CHANNEL)
     )
@@ -220,7 +231,15 @@ async def test_chat_and_a_routed_question_receive_the_same_recall_summaries_incl
         async def router(request, route=route):
             return Decision(route)
 
-        responder = Responder(memory, router=router, chatter=model, policy="anyone", recall_chatter=model)
+        responder = Responder(
+            memory.facts,
+            memory.recollection,
+            memory.directory,
+            router=router,
+            chatter=model,
+            policy="anyone",
+            recall_chatter=model,
+        )
         answer = await responder.respond(Request(GUILD, ALICE, "any news on the volcano trip?", channel_id=CHANNEL))
         assert answer.route is route
     assert searched == 2  # one for each reply

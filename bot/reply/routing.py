@@ -1,7 +1,7 @@
 """Understanding messages addressed to the bot: remember / forget / about / chat, on plain data.
 
 A deterministic fast path handles the common phrasings (so they work offline); the responder asks the model
-router (bot/model_turns.py `ModelTurns.route`) for the rest. Nothing here imports discord.py.
+router (bot/reply/model_turns.py `ModelTurns.route`) for the rest. Nothing here imports discord.py.
 """
 
 from __future__ import annotations

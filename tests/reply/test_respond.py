@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
-from bot.conversation import Decision, Request, Route
 from bot.memory.facts.model import LLMFactsModel
 from bot.memory.manager import MemoryManager
-from bot.model_turns import ModelTurns
-from bot.responder import Responder
+from bot.reply.model_turns import ModelTurns
+from bot.reply.respond import Responder
+from bot.reply.routing import Decision, Request, Route
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, OTHER_GUILD, message
 
 CAROL = 2**60 + 1003
@@ -19,7 +19,7 @@ CAROL = 2**60 + 1003
 @pytest.fixture
 async def memory(engine, settings, llm):
     memory = MemoryManager(engine, settings, facts_model=LLMFactsModel(llm))
-    memory.turns = ModelTurns(llm, memory, settings)
+    memory.turns = ModelTurns(llm, memory.directory, settings)
     await memory.start()
     for author, name in ((ALICE, "Ana"), (BOB, "Bob"), (CAROL, "Carol")):
         await memory.intake.message(message("hi", author=author, name=name))
@@ -29,7 +29,14 @@ async def memory(engine, settings, llm):
 
 
 def responder(memory, policy="anyone"):
-    return Responder(memory, router=memory.turns.route, chatter=memory.turns.chat, policy=policy)
+    return Responder(
+        memory.facts,
+        memory.recollection,
+        memory.directory,
+        router=memory.turns.route,
+        chatter=memory.turns.chat,
+        policy=policy,
+    )
 
 
 def ask(text, author=ALICE, guild=GUILD, **kw):
@@ -147,7 +154,9 @@ async def test_member_rename_is_used_at_once(memory):
 
 async def test_forgetting_part_of_a_sentence_keeps_the_rest(memory):
     await memory.facts.remember(GUILD, ALICE, "Ana lives in Lisbon and likes green tea.", requested_by=ALICE)
-    responder = Responder(memory, router=None, chatter=lambda r, c: "ok", policy="anyone")
+    responder = Responder(
+        memory.facts, memory.recollection, memory.directory, router=None, chatter=lambda r, c: "ok", policy="anyone"
+    )
     answer = await responder.respond(Request(GUILD, ALICE, "forget that I live in Lisbon"))
     assert answer.change is not None and answer.change.found
     assert await memory.facts.get(GUILD, ALICE) == "Ana likes green tea."
@@ -225,7 +234,14 @@ async def test_every_route_recalls_from_one_whole_search_and_a_remark_about_noth
     chat = await r.respond(ask("does the lease on the flat end in june", channel_id=CHANNEL))
     assert searches == [False] and chat.route is Route.CHAT and "the lease on the flat ends in june" in chat.text
     searches.clear()
-    offline = Responder(memory, router=None, chatter=lambda request, known: _said(known), policy="anyone")
+    offline = Responder(
+        memory.facts,
+        memory.recollection,
+        memory.directory,
+        router=None,
+        chatter=lambda request, known: _said(known),
+        policy="anyone",
+    )
     await offline.respond(ask("my lease on the flat ends in june too", channel_id=CHANNEL))
     assert searches == [False]
     nothing = await r.respond(ask("lol", channel_id=CHANNEL))
@@ -236,7 +252,7 @@ async def test_the_question_goes_to_the_encoder_before_the_router_builds_its_req
     """Building the model's request costs ~1.5 ms of CPU; a search begun beside it that had not handed the question
     to the encoder (a thread of its own) yet waited for it, on the reply's path. (How long the router waits at
     most is not what this checks: a search held before that point is the test above.)"""
-    monkeypatch.setattr("bot.responder.HAND_OFF_SECONDS", 5.0)
+    monkeypatch.setattr("bot.reply.respond.HAND_OFF_SECONDS", 5.0)
     events: list[str] = []
     embed = memory.recall._embed_question
 
@@ -249,7 +265,14 @@ async def test_the_question_goes_to_the_encoder_before_the_router_builds_its_req
         return Decision(Route.CHAT)
 
     memory.recall._embed_question = embedding
-    r = Responder(memory, router=router, chatter=lambda request, known: _said(known), policy="anyone")
+    r = Responder(
+        memory.facts,
+        memory.recollection,
+        memory.directory,
+        router=router,
+        chatter=lambda request, known: _said(known),
+        policy="anyone",
+    )
     await r.respond(ask("my lease on the flat ends in june too", channel_id=CHANNEL))
     assert events == ["encoding", "routing"]
 
@@ -258,7 +281,14 @@ async def _with_bobs_lease(memory, router) -> Responder:
     """A responder with `router` and a chatter that says what it was given, after Bob said when his lease ends."""
     await memory.intake.message(message("the lease on the flat ends in june", author=BOB, name="Bob"))
     await memory.flush()
-    return Responder(memory, router=router, chatter=lambda request, known: _said(known), policy="anyone")
+    return Responder(
+        memory.facts,
+        memory.recollection,
+        memory.directory,
+        router=router,
+        chatter=lambda request, known: _said(known),
+        policy="anyone",
+    )
 
 
 async def _said(known: str | None) -> str:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from bot.conversation import Request
 from bot.memory.directory import Directory
 from bot.memory.names import unnamed
 from bot.memory.recall import Hit
 from bot.memory.recollection import Recollection
+from bot.reply.routing import Request
 
 CITED = 5
 SNIPPET_CHARS = 300

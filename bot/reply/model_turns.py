@@ -3,25 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-from bot.conversation import Decision, Request, Route
 from bot.llm.client import LLM
 from bot.llm.prompts import transcript, when
 from bot.llm.schemas import RouteDecision
+from bot.memory.directory import Directory
+from bot.reply.routing import Decision, Request, Route
 from bot.settings import Settings
 from bot.text import MENTION
-
-if TYPE_CHECKING:
-    from bot.memory.manager import MemoryManager
 
 
 class ModelTurns:
     """Routes with the `route` prompt and answers with the `chat` prompt; the time and zone are the guild's."""
 
-    def __init__(self, llm: LLM, memory: MemoryManager, settings: Settings) -> None:
+    def __init__(self, llm: LLM, directory: Directory, settings: Settings) -> None:
         self._llm = llm
-        self._directory = memory.directory  # names and the guild's clock: all a model turn needs of memory
+        self._directory = directory  # names and the guild's clock: all a model turn needs of memory
         self._settings = settings
 
     def _when(self, guild_id: int) -> dict[str, str]:

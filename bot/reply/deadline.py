@@ -16,9 +16,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from bot.answer_due import answer_by
-from bot.conversation import Decision, Request, Route
 from bot.faults import Fault, storage_trouble
 from bot.lifecycle import keep, spawn
+from bot.reply.routing import Decision, Request, Route
 
 if TYPE_CHECKING:
     from bot.memory.directory import Directory

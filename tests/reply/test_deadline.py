@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 
 from bot.app import open_app
-from bot.conversation import Request
-from bot.reply_deadline import AWAY
+from bot.reply.deadline import AWAY
+from bot.reply.routing import Request
 from bot.settings import Settings
 from fakes.gemini_stub import GeminiStub, error, hang
 from tests.factories import ALICE, CHANNEL, GUILD, message
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEADLINE = 1.0
 # A hang guard: a reply at the deadline takes a second, several on a busy machine; one that waited for the model
 # would take the shipped 30 s time-out (a hang) or the 429's 20 s retry delay.

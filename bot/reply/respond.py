@@ -1,7 +1,7 @@
 """Turns a routed request into the bot's answer: facts operations, what-do-you-know, and chat.
 
 Front ends (Discord, console, tests) call `Responder.respond_within`, which answers within a deadline whatever
-the model does (bot/reply_deadline.py), or `respond`; it knows nothing about discord.py.
+the model does (bot/reply/deadline.py), or `respond`; it knows nothing about discord.py.
 """
 
 from __future__ import annotations
@@ -9,16 +9,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-from bot import past_questions
-from bot.conversation import Decision, Request, Route, asks, fast_route, third_person
+from bot.faults import Fault
 from bot.lifecycle import keep, set_or_done
-from bot.llm.budget import Section, assemble
-from bot.memory.manager import MemoryManager
-from bot.memory.recall import Found, Recalled
-from bot.reply_deadline import Answer, ReplyDeadline, under_way
-from bot.text import MENTION
+from bot.memory.assembly import Asked, Remembered
+from bot.memory.directory import Directory
+from bot.memory.facts.face import Facts
+from bot.memory.recall import Found
+from bot.memory.recollection import Recollection
+from bot.reply import cite
+from bot.reply.deadline import Answer, ReplyDeadline, under_way
+from bot.reply.routing import Decision, Request, Route, asks, fast_route, third_person
 
 log = logging.getLogger(__name__)
 
@@ -31,41 +33,28 @@ Router = Callable[[Request], Awaitable[Decision]]
 Chatter = Callable[[Request, str | None], Awaitable[str]]
 
 
-@dataclass(frozen=True)
-class Remembered:
-    """What memory gives a reply: the text the model receives (None: nothing), the recall in it, and whose data
-    and which stored messages that text holds."""
-
-    text: str | None
-    recalled: Recalled
-    members: frozenset[int]
-    quoted: frozenset[int]
-
-
 class Responder:
     """Routes a request (fast path first, then the LLM router) and carries it out."""
 
     def __init__(
         self,
-        memory: MemoryManager,
+        facts: Facts,
+        recollection: Recollection,
+        directory: Directory,
         *,
         router: Router | None,
         chatter: Chatter,
         policy: str,
         recall_chatter: Chatter | None = None,
+        storage: Fault | None = None,
     ) -> None:
-        # Only the faces a reply uses (bot/memory/manager.py hands them out).
-        self._facts, self._recollection = memory.facts, memory.recollection
-        self._directory = memory.directory
-        self._wait_seconds = memory.settings.memory_wait_seconds
-        self._budget = memory.settings.context_token_budget + memory.settings.recall_token_budget
+        # Only the faces a reply uses (bot/memory/manager.py hands them out), never the manager.
+        self._facts, self._recollection, self._directory = facts, recollection, directory
         self._router = router
         self._chatter = chatter
         self._policy = policy
         self._recall_chatter = recall_chatter  # None (no model): recall answers list what was found
-        self.deadline = ReplyDeadline(
-            self.respond, memory.facts, memory.directory, recollection=memory.recollection, storage=memory.storage
-        )
+        self.deadline = ReplyDeadline(self.respond, facts, directory, recollection=recollection, storage=storage)
         # What front ends call: `respond`, answered within a deadline whatever the model does; and at shutdown,
         # the wait for facts changes still finishing after one.
         self.respond_within = self.deadline.respond_within
@@ -117,76 +106,13 @@ class Responder:
             subject = decision.subject_id
             assert subject is not None
             return Answer(await self._about(request, subject), Route.ABOUT, members=frozenset({subject}))
-        remembered = await self.memory_for(request, found=found)
+        # What the model receives from memory, whatever the route: routing chooses the form of the answer, never
+        # how much is remembered.
+        remembered = await self._recollection.for_reply(asked(request), found=found)
         if decision.route is Route.RECALL:
             return await self._recall(request, remembered)
         reply = await self._chatter(request, remembered.text)
         return Answer(reply, Route.CHAT, members=remembered.members, quoted=remembered.quoted)
-
-    async def memory_for(self, request: Request, *, found: asyncio.Future[Found] | None = None) -> Remembered:
-        """What the model receives from memory for a message, whatever the route (routing chooses the form of the
-        answer, never how much is remembered): the author's context, the facts of everyone the message mentions,
-        and recall for the message — one search, one budget, nothing when nothing found clears the relevance
-        floor (a chat about nothing in particular costs nothing); with whose data and which messages that is."""
-        parts, members = [], {request.author_id}
-        # Recall runs beside the context build; past MEMORY_WAIT_SECONDS (a database that is locked or gone) the
-        # reply goes on without it, as it goes on without a context that is not ready.
-        recalling_task = asyncio.ensure_future(self._recall_within(request, found))
-        try:
-            mine = await self._recollection.context(request.guild_id, request.author_id)
-        except BaseException:
-            recalling_task.cancel()  # which may not have begun to await `found` yet: stop that too
-            if found is not None:
-                _drop(found)
-            raise
-        if mine:
-            parts.append(mine)
-        mentioned = {int(m) for m in MENTION.findall(request.text)} | set(request.mentioned_user_ids)
-        for user_id in sorted(mentioned - {request.author_id}):
-            if facts := await self._facts.get(request.guild_id, user_id):
-                name = await self._directory.name(request.guild_id, user_id)
-                parts.append(f"About {name}: {facts}")
-                members.add(user_id)
-        recalled = await recalling_task
-        quoted: set[int] = set()
-        if recalled.text:
-            parts.append(f"Recalled conversation:\n{recalled.text}")
-            # Provenance is what the model was shown: the turns packed (and whom they name), the summaries packed.
-            turns = [t for s in recalled.snippets for t in s.turns]
-            members |= {t.user_id for t in turns} | {h.user_id for h in recalled.hits}
-            members |= {int(m) for t in turns for m in MENTION.findall(t.text)}
-            quoted |= {t.message_id for t in turns}
-        return Remembered("\n".join(parts) or None, recalled, frozenset(members), frozenset(quoted))
-
-    async def _recall_within(self, request: Request, found: asyncio.Future[Found] | None) -> Recalled:
-        try:
-            recalling = self._recollect(request, found, floor=True)
-            return await asyncio.wait_for(recalling, self._wait_seconds)
-        except TimeoutError:
-            log.warning("recall for a message in guild %s took too long; replying without it", request.guild_id)
-            return Recalled()
-
-    def _recollect(self, request: Request, found: asyncio.Future[Found] | None, *, floor: bool) -> Awaitable[Recalled]:
-        """Recall for the request's message, finishing `found` (its search begun while routing) if given."""
-        return self._recollection.recollect(
-            request.guild_id,
-            request.text,
-            channel_id=request.channel_id,
-            floor=floor,
-            found=found,
-            asked_in=request.message_id,
-        )
-
-    async def recall_memory(self, request: Request) -> tuple[str, Recalled]:
-        """Recall for a message with no relevance floor, after the asker's facts, packed as for a reply (the
-        `recall` command and benchmarks: what a search gives whatever its relevance)."""
-        recalled = await self._recollect(request, None, floor=False)
-        known = await self._facts.cached(request.guild_id, request.author_id) or ""
-        memory = assemble(
-            [Section("Facts", known, guaranteed=True), Section("Recalled conversation", recalled.text, share=1.0)],
-            self._budget,
-        )
-        return memory, recalled
 
     async def _recall(self, request: Request, remembered: Remembered) -> Answer:
         """Answer a question about the past from what was found (with a model), always citing date, author and
@@ -196,7 +122,7 @@ class Responder:
         hits = recalled.hits[:CITED]
         if not hits:
             return Answer("I couldn't find anything about that in what I've kept from this server.", Route.RECALL)
-        sources = await past_questions.cite(self._directory, hits, now)
+        sources = await cite.cite(self._directory, hits, now)
         members, quoted = remembered.members, remembered.quoted
         listed = "\n".join(f"• {line}" for line in sources)
         if self._recall_chatter is None:
@@ -267,6 +193,18 @@ class Responder:
                 "Mention them with @ so I know who you mean."
             )
         return "Who is that about? Mention them with @, or say “I” / “me” if it is about you."
+
+
+def asked(request: Request) -> Asked:
+    """The message a request is, as memory's assembly reads it."""
+    return Asked(
+        request.guild_id,
+        request.author_id,
+        request.text,
+        channel_id=request.channel_id,
+        mentioned=tuple(request.mentioned_user_ids),
+        message_id=request.message_id,
+    )
 
 
 # The most the router waits for the search to hand its question to the encoder (reading the question may wait on a

@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import text as sql
 
 from bot import text
-from bot.conversation import Request, Route, address, fast_route, third_person
 from bot.memory.names import NameDirectory
+from bot.reply.routing import Request, Route, address, fast_route, third_person
 from db.engine import create_session_factory
 from tests.factories import ALICE, BOB, GUILD, message
 
