@@ -36,6 +36,8 @@ def scripted_model(request: StubRequest) -> Reply:  # noqa: PLR0911 -- one retur
         message = element(prompt, "message")
         if match := re.match(r"(?i)merk dir,? dass (?P<fact>.+)", message):
             return as_json({"route": "remember", "subject": "me", "fact": match["fact"]})
+        if match := re.match(r"(?i)wer ist (?P<who>.+?)\??$", message):
+            return as_json({"route": "about", "subject": match["who"]})
         return as_json({"route": "chat"})
     if "<transcript>" in prompt:
         pairs = re.findall(r"<author_id>(\d+)</author_id><author>([^<]*)</author><content>([^<]*)</content>", prompt)

@@ -45,8 +45,11 @@ class ModelTurns:
         route = Route(decision.route)
         if route not in {Route.REMEMBER, Route.FORGET, Route.ABOUT}:
             return Decision(route)
-        subject = (decision.subject or "").strip()
-        fact = decision.fact if route is not Route.ABOUT else None
+        return await self._with_subject(request, route, (decision.subject or "").strip(), decision.fact)
+
+    async def _with_subject(self, request: Request, route: Route, subject: str, fact: str | None) -> Decision:
+        """A facts or about route with the member it names resolved as the fast path resolves it."""
+        fact = fact if route is not Route.ABOUT else None
         if not subject or subject.casefold() in {"me", "myself", "i"}:
             return Decision(route, request.author_id, fact)
         if mention := MENTION.fullmatch(subject):
@@ -54,6 +57,8 @@ class ModelTurns:
         found = await self._directory.resolve(request.guild_id, subject)
         if len(found) == 1:
             return Decision(route, found[0], fact)
+        if route is Route.ABOUT and not found:
+            return Decision(Route.RECALL)  # about someone or something no member is: what was said about it
         return Decision(route, None, fact, tuple(found), None if found else subject)
 
     async def chat(self, request: Request, memory: str | None) -> str:

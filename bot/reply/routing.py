@@ -136,6 +136,9 @@ async def fast_route(request: Request, names: NameResolver) -> Decision | None:
         return await _remember_this(request, match.group("who"), names)
     if (match := _ABOUT.match(text)) and not _POSSESSIVE.search(match.group("who")):
         subject = await _subject_from_name(request, match.group("who"), names)
+        if subject.unknown_name is not None and not subject.candidates:
+            # No member goes by it: "who is Dr Patel?", "tell me about the tournament" ask what was said.
+            return Decision(Route.RECALL)
         return Decision(Route.ABOUT, subject.subject_id, None, subject.candidates, subject.unknown_name)
     searchable = bool(words_of(MENTION.sub(" ", text)))  # "what did I say?" is about the chat at hand
     if _RECALL_LEAD.match(text):  # before "remember …": "do you remember when" is a question, not a fact

@@ -136,6 +136,15 @@ async def test_the_llm_router_handles_other_languages(memory, llm):
         assert answer.route is Route.REMEMBER and await memory.facts.get(GUILD, ALICE) == "ich gerne Tee trinke."
 
 
+async def test_the_model_routing_about_someone_no_member_is_gets_recall(memory, llm):
+    """ "Who is …?" about someone who is no member is a question about what was said, whoever routes it."""
+    if llm.is_offline:
+        pytest.skip("the offline router answers chat to everything")
+    r = responder(memory)
+    assert (await r.respond(ask("wer ist Bob?"))).route is Route.ABOUT
+    assert (await r.respond(ask("wer ist Dr Patel?"))).route is Route.RECALL
+
+
 async def test_chat_sees_the_facts_of_people_mentioned(memory, llm):
     r = responder(memory)
     await r.respond(ask("remember that Bob is Sergey"))

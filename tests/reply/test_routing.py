@@ -105,6 +105,12 @@ async def test_ambiguous_name_lists_candidates():
     assert decision is not None and decision.needs_subject and decision.candidates == (CAROL, CAROL2)
 
 
+@pytest.mark.parametrize("text", ["who is Dr Patel?", "what do you know about the tournament?", "tell me about Zed"])
+async def test_about_someone_or_something_no_member_is_a_question_for_recall(text):
+    decision = await fast_route(req(text), NAMES)
+    assert decision is not None and decision.route is Route.RECALL
+
+
 async def test_unknown_name_is_reported():
     decision = await fast_route(req("remember that Zed owns a boat"), NAMES)
     assert decision is not None and decision.needs_subject and decision.unknown_name == "Zed"
