@@ -17,6 +17,8 @@ from bot.reply.routing import Request
 
 CITED = 5
 SNIPPET_CHARS = 300
+NEAR = 0.5  # a hit cited beside the best scores at least this share of it
+BEARING_COSINE = 0.45  # or means about what the question asks
 
 
 async def find(
@@ -26,6 +28,25 @@ async def find(
     return await recollection.recall(
         request.guild_id, request.text, channel_id=request.channel_id, now=now, limit=limit
     )
+
+
+def bearing(hits: list[Hit]) -> list[Hit]:
+    """The hits worth citing for a question, best first: the best one always, and each other that scores near it and
+    bears on the question itself (most of its words, or clearly its meaning), at most CITED. One hit that answers is
+    one source: lines of another conversation that merely ranked after it are no support ("when did Bob mention his
+    chemistry exam?" cited three lines about someone's cat)."""
+    if not hits:
+        return []
+    best = hits[0]
+    cited = [best]
+    for hit in hits[1:]:
+        if len(cited) == CITED:
+            break
+        near = hit.score >= NEAR * best.score
+        bears = hit.coverage >= 0.5 or hit.cosine >= BEARING_COSINE
+        if near and bears and (hit.kind == "message" or best.kind == "summary"):
+            cited.append(hit)
+    return cited
 
 
 async def cite(directory: Directory, hits: list[Hit], now: datetime) -> list[str]:

@@ -24,7 +24,6 @@ from bot.reply.routing import Decision, Request, Route, asks, fast_route, third_
 
 log = logging.getLogger(__name__)
 
-CITED = 5
 NOT_ABOUT_ME = (
     "That's something I said, and I only keep facts about the people here. Say whom it is about, e.g. "
     "“remember this about @Ana”, or write the fact yourself."
@@ -119,7 +118,7 @@ class Responder:
         link of what recall ranked first."""
         now = self._directory.now()
         recalled = remembered.recalled
-        hits = recalled.hits[:CITED]
+        hits = cite.bearing(recalled.hits)
         if not hits:
             return Answer("I couldn't find anything about that in what I've kept from this server.", Route.RECALL)
         sources = await cite.cite(self._directory, hits, now)
@@ -129,7 +128,7 @@ class Responder:
             return Answer(f"Here is what I found:\n{listed}", Route.RECALL, members=members, quoted=quoted)
         under_way(found=Answer(listed, Route.RECALL, members=members, quoted=quoted))  # if the model is slow
         reply = await self._recall_chatter(request, remembered.text)
-        text = f"{reply}\n\nSources:\n" + "\n".join(f"• {line}" for line in sources[:3])
+        text = f"{reply}\n\nSources:\n" + "\n".join(f"• {line}" for line in sources)
         return Answer(text, Route.RECALL, members=members, quoted=quoted)
 
     def _refusal(self, request: Request, decision: Decision, is_admin: bool) -> str | None:

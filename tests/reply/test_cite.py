@@ -245,3 +245,41 @@ async def test_chat_and_a_routed_question_receive_the_same_recall_summaries_incl
     assert searched == 2  # one for each reply
     assert "summary of Bob's day: Bob planned the volcano trip with Ana." in (received[-1] or "")
     assert received[0] == received[1]
+
+
+async def test_an_answer_about_the_past_cites_what_bears_on_the_question_not_a_fixed_five(engine, settings, llm):
+    from bot.llm.local_embedder import LocalEmbedder
+
+    carol = 2**60 + 1003
+    memory = MemoryManager(engine, settings, llm=llm, clock=FakeClock(T0), embedder=LocalEmbedder())
+    await memory.start()
+    try:
+        said = [message("my chemistry exam is on the 14th", author=BOB, name="Bob", at=T0 - timedelta(days=40))]
+        for i, line in enumerate(
+            ("my cat knocked the plant over again", "the cat sleeps on my laptop all day", "vet visit for the cat",
+             "cat food prices are wild", "my cat learned to open doors", "new scratching post for the cat")
+        ):  # fmt: skip
+            said.append(message(line, author=carol, name="Carol", at=T0 - timedelta(days=3, hours=i)))
+        for m in said:
+            await memory.intake.message(m)
+        await memory.flush()
+        assert memory.embedding is not None
+        await memory.embedding.idle()
+        await memory.flush()
+        assert await memory.recollection.vectors_ready(GUILD)
+        responder = Responder(
+            memory.facts,
+            memory.recollection,
+            memory.directory,
+            router=None,
+            chatter=lambda r, c: "unused",
+            policy="anyone",
+        )  # offline: the answer lists what it cites
+        answer = await responder.respond(
+            Request(GUILD, ALICE, "when did Bob mention his chemistry exam?", channel_id=CHANNEL)
+        )
+        assert answer.route is Route.RECALL
+        bullets = [line for line in answer.text.splitlines() if line.startswith("• ")]
+        assert len(bullets) == 1 and "my chemistry exam is on the 14th" in bullets[0], answer.text
+    finally:
+        await memory.close()
