@@ -179,11 +179,15 @@ async def test_the_question_itself_is_never_its_own_answer(memory):
 
 
 async def test_the_offline_answer_lists_what_recall_ranked_first(memory):
-    """A hit packed as the turn beside a better one is cited too, in rank order: the answer used to cite only the
-    best hit of each snippet, so what recall ranked second went unsaid when it sat beside the first."""
+    """A hit packed as the turn beside a better one is cited too, in rank order, when it bears on the question: the
+    answer used to cite only the best hit of each snippet, so what recall ranked second went unsaid when it sat
+    beside the first."""
     hike = message("the volcano hike is on saturday", author=BOB, name="Bob", at=T0 - timedelta(days=3))
     beside = message(
-        "I will bring the volcano map", author=ALICE, name="Ana", at=hike.created_at + timedelta(minutes=1)
+        "for the volcano hike Bob said I will bring the map",
+        author=ALICE,
+        name="Ana",
+        at=hike.created_at + timedelta(minutes=1),
     )
     for msg in (hike, beside):
         await memory.intake.message(msg)
