@@ -72,9 +72,8 @@ class EndpointProbe:
         try:
             async with asyncio.timeout(PROBE_SECONDS):
                 page = await self.client.with_options(timeout=PROBE_SECONDS).models.list()
-        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
-            raise self.refused_key(endpoint_error(exc)) from exc
         except openai.APIStatusError as exc:
+            # A refused key too: the question to each model says so (OpenRouter lists its models to anyone).
             log.debug("%s lists no models (%s)", self.where, describe(endpoint_error(exc)))
             return []
         except (openai.APIConnectionError, TimeoutError) as exc:

@@ -249,17 +249,21 @@ async def test_a_hung_request_times_out_within_the_timeout(openai_stub, client, 
     assert attempts == 2 and "no answer within 0.3 s" in str(raised.value)  # ... each cut off by the time-out
 
 
-async def test_the_sdks_own_time_out_is_retried_like_ours(openai_stub):
-    """The client's time-out (LLM_TIMEOUT_SECONDS too) may fire before ours: it is a time-out, not a failure."""
+async def test_the_sdks_own_time_out_is_a_time_out_retried_like_ours(openai_stub):
+    """The client's time-out (LLM_TIMEOUT_SECONDS too) may fire before ours: a time-out, retried, said as one."""
     from fakes.models import openai_stub_client
 
     client = openai_stub_client(openai_stub.base_url, timeout_s=0.2)
-    openai_stub.queue(hang(), text("Bob."))
+    openai_stub.queue(hang(), text("Bob."), hang(), hang())
+    llm = LLM(resilient(client, attempts=2, timeout=5), prompts=PROMPTS)
     try:
-        result = await LLM(resilient(client, attempts=2, timeout=5), prompts=PROMPTS).run("condense", CONDENSE)
+        result = await llm.run("condense", CONDENSE)
+        with pytest.raises(LLMError) as raised:
+            await llm.run("condense", CONDENSE, fallback=False)
     finally:
         await client.close()
     assert result.text == "Bob." and not result.degraded
+    assert "no answer within" in str(raised.value)
 
 
 async def test_breaker_opens_after_n_failures_gives_the_fallback_fast_and_closes_after_cooldown(openai_stub, client):
