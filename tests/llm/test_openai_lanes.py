@@ -19,7 +19,7 @@ from bot.llm.breaker import State
 from bot.llm.openai_compat import NO_KEY
 from bot.llm.types import LLMError
 from bot.reply_deadline import SLOW
-from bot.settings import ConfigError, Settings, load_settings
+from bot.settings import Settings
 from db.engine import create_session_factory
 from db.models import LlmCall
 from fakes.model_doubles import scripted_model
@@ -225,43 +225,3 @@ async def test_stats_and_metrics_count_the_endpoints_calls(settings, openai_stub
     assert value(page, "elefant_model_calls_total", operation="remember", outcome="ok") == 1
     assert value(page, "elefant_model_tokens_total", operation="remember", direction="in") == 11
     assert figures["llm_calls_24h"] >= 1 and figures["llm_tokens_24h"] >= 18
-
-
-@pytest.mark.parametrize(
-    ("env", "words"),
-    [
-        ({"LLM_PROVIDER": "openai"}, "LLM_PROVIDER=openai needs OPENAI_MODEL_FAST"),
-        ({"LLM_PROVIDER": "gemini"}, "LLM_PROVIDER=gemini needs GEMINI_API_KEY"),
-        ({"LLM_PROVIDER": "llama"}, "Setting LLM_PROVIDER is invalid: Input should be 'gemini', 'openai' or 'offline'"),
-        (
-            {"LLM_PROVIDER": "openai", "OPENAI_MODEL_FAST": "qwen3:8b", "EMBEDDING_MODEL": "gemini-embedding-001"},
-            "EMBEDDING_MODEL=gemini-embedding-001 is a Gemini embedding model; with LLM_PROVIDER=openai use local",
-        ),
-    ],
-)
-def test_a_provider_setting_that_cannot_work_is_one_sentence(monkeypatch, env, words):
-    for name in ("GEMINI_API_KEY", "OPENAI_MODEL_FAST", "OPENAI_MODEL_BATCH", "EMBEDDING_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-    for name, value_ in env.items():
-        monkeypatch.setenv(name, value_)
-    with pytest.raises(ConfigError) as raised:
-        load_settings(_env_file=None)
-    assert str(raised.value).startswith(words) and "\n" not in str(raised.value)
-
-
-@pytest.mark.parametrize(
-    ("values", "provider", "models"),
-    [
-        ({}, "offline", {}),
-        ({"gemini_api_key": "k"}, "gemini", {"batch": "gemini-3.5-flash-lite", "fast": "gemma-4-26b-a4b-it"}),
-        ({"gemini_api_key": "k", "llm_provider": "offline"}, "offline", {}),
-        (
-            {"gemini_api_key": "k", "llm_provider": "openai", "openai_model_batch": "big"},
-            "openai",
-            {"batch": "big", "fast": "big"},
-        ),
-    ],
-)
-def test_unset_keeps_todays_choice_and_the_setting_overrides_it(values, provider, models):
-    settings = Settings(_env_file=None, **values)  # type: ignore[call-arg]
-    assert settings.provider == provider and settings.role_models == models
