@@ -52,6 +52,7 @@ async def test_each_role_reaches_its_model_at_the_base_url_without_a_key(openai_
         fast = await llm.run("chat", CHAT, fallback=False)
     finally:
         await llm.close()
+    assert llm.client.is_closed()  # close() closed the openai client's connections
     assert batch.text == fast.text == "stub answer" and batch.provider == "openai"
     assert [r.model for r in openai_stub.requests] == ["qwen3:32b", "qwen3:8b"]
     assert {r.api_key for r in openai_stub.requests} == {f"Bearer {NO_KEY}"}  # local servers take any key
