@@ -226,3 +226,20 @@ async def test_stats_and_metrics_count_the_endpoints_calls(settings, openai_stub
     assert value(page, "elefant_model_calls_total", operation="remember", outcome="ok") == 1
     assert value(page, "elefant_model_tokens_total", operation="remember", direction="in") == 11
     assert figures["llm_calls_24h"] >= 1 and figures["llm_tokens_24h"] >= 18
+
+
+@pytest.mark.parametrize("excluded", [False, True])
+async def test_the_environments_proxy_carries_model_calls_unless_no_proxy_excludes_the_host(monkeypatch, excluded):
+    """HTTP(S)_PROXY and NO_PROXY as for Gemini (tests/llm/test_http.py): here the "proxy" is the stub, and the
+    endpoint's host does not exist, so only a call through the proxy is answered."""
+    proxy = await OpenAIStub().start()
+    monkeypatch.setenv("HTTP_PROXY", proxy.base_url.removesuffix("/v1"))
+    monkeypatch.setenv("NO_PROXY", "openai.invalid" if excluded else "localhost")
+    llm = build_llm(settings_for("http://openai.invalid/v1", llm_max_attempts=1), sessions=None)
+    try:
+        result = await llm.run("condense", CONDENSE, role="batch")
+    finally:
+        await llm.close()
+        await proxy.stop()
+    assert result.degraded is excluded  # excluded: the host is looked up directly, fails, and memory answers
+    assert len(proxy.requests) == (0 if excluded else 1)
