@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TextIO, TypeVar
 
+from yarl import URL
+
 from bot.app import App, open_app
 from bot.lifecycle import StoppedError, unless_stopped
 from bot.memory.clock import Clock, FakeClock
@@ -196,11 +198,23 @@ class Console:
 
     async def _stats(self) -> None:
         figures = await self.app.memory.admin.stats(GUILD)
-        mode = "offline provider" if self.app.llm.is_offline else "Gemini"
+        mode = _model_words(self.settings)
         self.say(
             f"(messages {figures['messages']}, people with facts {figures['members_with_facts']}, daily summaries "
             f"{figures['daily_summaries']}, LLM calls {figures['llm_calls_24h']}; model: {mode})"
         )
+
+
+def _model_words(settings: Settings, *, why: bool = False) -> str:
+    """The model the console talks to, in a few words (with `why`, also why it is offline)."""
+    if settings.provider == "gemini":
+        return "Gemini"
+    if settings.provider == "openai":
+        where = URL(settings.openai_base_url or "https://api.openai.com/v1").with_user(None)  # no password shown
+        return f"{settings.model_settings['OPENAI_MODEL_FAST']} at {where}"
+    if not why:
+        return "offline provider"
+    return f"offline provider ({'LLM_PROVIDER=offline' if settings.llm_provider else 'no GEMINI_API_KEY'})"
 
 
 async def run_console(
@@ -226,7 +240,7 @@ async def run_console(
         for name in ("alice", "bob"):
             app.memory.directory.note_name(GUILD, member_id(name), name, name)
         if interactive:
-            mode = "offline provider (no GEMINI_API_KEY)" if app.llm.is_offline else "Gemini"
+            mode = _model_words(settings, why=True)
             console.say(f"Elefant console — a simulated guild, {mode}, database {settings.database_url}.")
             console.say(f"You are alice. Try: {settings.bot_name}, remember that I like green tea   (/help for more)")
         try:

@@ -50,10 +50,17 @@ class Settings(BaseSettings):
 
     database_url: str = Field(default="", validate_default=True)  # empty: default_database_url(data_dir)
 
+    # None: Gemini with GEMINI_API_KEY, else offline (what Elefant did before there was a choice)
+    llm_provider: Literal["gemini", "openai", "offline"] | None = None
     gemini_api_key: SecretStr | None = None
     gemini_base_url: str | None = None
     model_batch: str = "gemini-3.5-flash-lite"
     model_fast: str = "gemma-4-26b-a4b-it"
+    # An OpenAI-compatible endpoint (Ollama, llama.cpp's server, vLLM, OpenRouter); None: api.openai.com
+    openai_base_url: str | None = None
+    openai_api_key: SecretStr | None = None  # local servers need none
+    openai_model_batch: str | None = None  # None: OPENAI_MODEL_FAST
+    openai_model_fast: str | None = None
     llm_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
     llm_max_attempts: int = Field(default=4, ge=1, le=10)
     llm_max_concurrency: int = Field(default=4, ge=1, le=1000)
@@ -163,6 +170,49 @@ class Settings(BaseSettings):
             if max(ids) >= self.shard_count:
                 raise ValueError(f"SHARD_IDS are numbered from 0 to SHARD_COUNT - 1 ({self.shard_count - 1})")
         return self
+
+    @model_validator(mode="after")
+    def _provider_usable(self) -> Settings:
+        if self.llm_provider == "gemini" and self.gemini_api_key is None:
+            raise ValueError("LLM_PROVIDER=gemini needs GEMINI_API_KEY (or choose LLM_PROVIDER=openai or offline)")
+        if self.provider == "openai":
+            if not (self.openai_model_fast or self.openai_model_batch):
+                raise ValueError(
+                    "LLM_PROVIDER=openai needs OPENAI_MODEL_FAST, the model's name as the server knows it "
+                    "(e.g. qwen3:8b for Ollama)"
+                )
+            if (self.embedding_model or "none").strip().lower() not in {"local", "none", "off", ""}:
+                raise ValueError(
+                    f"EMBEDDING_MODEL={self.embedding_model} is a Gemini embedding model; with LLM_PROVIDER=openai "
+                    "use local or none"
+                )
+        return self
+
+    @property
+    def provider(self) -> Literal["gemini", "openai", "offline"]:
+        """The model provider in use: LLM_PROVIDER, or (unset) Gemini with a key and offline without one."""
+        if self.llm_provider is not None:
+            return self.llm_provider
+        return "gemini" if self.gemini_api_key is not None else "offline"
+
+    @property
+    def model_settings(self) -> dict[str, str]:
+        """Each role's model under the setting that names it, batch first: {"MODEL_BATCH": …, "MODEL_FAST": …} or
+        the OPENAI_MODEL_* pair (an unset OPENAI_MODEL_BATCH is OPENAI_MODEL_FAST); empty offline."""
+        if self.provider == "gemini":
+            return {"MODEL_BATCH": self.model_batch, "MODEL_FAST": self.model_fast}
+        if self.provider == "openai":
+            fast = self.openai_model_fast or self.openai_model_batch or ""
+            return {"OPENAI_MODEL_BATCH": self.openai_model_batch or fast, "OPENAI_MODEL_FAST": fast}
+        return {}
+
+    @property
+    def role_models(self) -> dict[Literal["batch", "fast"], str]:
+        """The model each role is sent to by the provider in use; empty offline."""
+        if not (named := self.model_settings):
+            return {}
+        batch, fast = named.values()
+        return {"batch": batch, "fast": fast}
 
     @property
     def shard_id_list(self) -> list[int] | None:

@@ -8,7 +8,6 @@ benchmarks, with a fixed artificial latency.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections import deque
 from collections.abc import Callable
@@ -16,6 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from fakes.replies import Reply, as_json, error, hang, text
+
+__all__ = ["GeminiStub", "Reply", "StubRequest", "as_json", "error", "hang", "text"]
 
 _PATH = re.compile(r"^/(?P<version>v1\w*)/models/(?P<model>[^/:]+):generateContent$")
 _EMBED = re.compile(r"^/(?P<version>v1\w*)/models/(?P<model>[^/:]+):batchEmbedContents$")
@@ -43,40 +46,6 @@ class StubRequest:
     def config(self) -> dict[str, Any]:
         """The generationConfig sent."""
         return self.body.get("generationConfig", {})
-
-
-@dataclass
-class Reply:
-    """What the stub answers: a status, a text (or JSON) body, a delay before answering."""
-
-    text: str = ""
-    status: int = 200
-    delay: float = 0.0
-    retry_delay: str | None = None
-    tokens_in: int = 11
-    tokens_out: int = 7
-    thoughts: int = 0  # thinking tokens (Gemini 2.5+ reports them apart from the answer's tokens)
-    blocked: bool = False
-
-
-def text(value: str, **kw: Any) -> Reply:
-    """A plain text answer."""
-    return Reply(text=value, **kw)
-
-
-def as_json(value: Any, **kw: Any) -> Reply:
-    """A JSON answer (what structured output looks like on the wire)."""
-    return Reply(text=json.dumps(value), **kw)
-
-
-def error(status: int, *, retry_delay: str | None = None) -> Reply:
-    """An API error; 429 may carry a google.rpc.RetryInfo delay such as "0.2s"."""
-    return Reply(status=status, retry_delay=retry_delay)
-
-
-def hang(seconds: float = 3600) -> Reply:
-    """A request that does not answer for a long time."""
-    return Reply(text="too late", delay=seconds)
 
 
 @dataclass

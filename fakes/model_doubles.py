@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import html
 import re
+from typing import Protocol
 
 from bot.llm.offline import OfflineProvider
 from bot.text import content_stems, remove_statement
-from fakes.gemini_stub import Reply, StubRequest, as_json, text
+from fakes.replies import Reply, as_json, text
+
+
+class Asked(Protocol):
+    """A request as either stub saw it (fakes.gemini_stub.StubRequest, fakes.openai_stub.ChatRequest)."""
+
+    @property
+    def prompt_text(self) -> str:
+        """Everything the model was given to read."""
+        ...
 
 
 def element(prompt: str, name: str) -> str:
@@ -16,8 +26,9 @@ def element(prompt: str, name: str) -> str:
     return html.unescape(found[-1]) if found else ""
 
 
-def scripted_model(request: StubRequest) -> Reply:  # noqa: PLR0911 -- one return per prompt it answers
-    """Merge by appending, forget by sentence, condense by halving, route by keywords, chat by echo."""
+def scripted_model(request: Asked) -> Reply:  # noqa: PLR0911 -- one return per prompt it answers
+    """Merge by appending, forget by sentence, condense by halving, route by keywords, chat by echo; the same
+    wording behind both stubs."""
     prompt = request.prompt_text
     if "<new_fact>" in prompt:
         existing, fact = element(prompt, "existing_facts"), element(prompt, "new_fact")

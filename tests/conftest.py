@@ -24,6 +24,7 @@ from db.models import Base
 from fakes.gemini_stub import GeminiStub
 from fakes.model_doubles import scripted_model
 from fakes.models import model_stack
+from fakes.openai_stub import OpenAIStub
 
 pytest_plugins = ["tests.private_postgres"]  # `private_postgres`: a server of a test's own, to restart
 PG_BASE_URL = os.environ.get("TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
@@ -115,15 +116,27 @@ async def engine(db_url: str) -> AsyncIterator[AsyncEngine]:
     await engine.dispose()
 
 
+# The OpenAI-compatible stub is a third value a test asks for where it buys coverage (routing, chat, forgetting
+# through the whole memory), with `@pytest.mark.parametrize("llm", ALL_MODELS, indirect=True)`: every test run a
+# third time would cost the suite half a minute for paths tests/llm/ already covers.
+ALL_MODELS = ["offline", "gemini-stub", "openai-stub"]
+
+
 @pytest.fixture(params=["offline", "gemini-stub"])
 async def llm(request: pytest.FixtureRequest) -> AsyncIterator[LLM]:
-    """The LLM client twice: offline, and the real google-genai client against the stub over HTTP."""
+    """The LLM client twice: offline, and the real google-genai client against the stub over HTTP (or, where a
+    test asks, the real openai client against the OpenAI-compatible stub), the scripted model answering."""
     if request.param == "offline":
         yield model_stack()
         return
-    stub = await GeminiStub(responder=scripted_model).start()
+    stub: GeminiStub | OpenAIStub
+    if request.param == "openai-stub":
+        stub = await OpenAIStub(responder=scripted_model).start()
+    else:
+        stub = await GeminiStub(responder=scripted_model).start()
     llm = model_stack(
         stub.base_url,
+        api="openai" if request.param == "openai-stub" else "gemini",
         attempts=2,
         timeout_s=5,
         concurrency=4,

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = """\
 Elefant, remember that I like green tea
@@ -237,3 +239,70 @@ def test_a_second_session_continues_after_the_first_sessions_clock(db_url, tmp_p
     assert second[0] == "(it is now Sunday 2031-05-04 10:01 UTC)"  # a minute after the newest line, not today
     assert second[2].startswith("[2] Elefant: Here is what I found:")
     assert second[3].startswith("• 2031-05-04, today — alice: “I adopted a kitten named Pixel”")
+
+
+MODEL_SCRIPT = """\
+Elefant, remember that I like green tea
+I adopted a kitten named Pixel
+/stats
+/day +2
+Elefant, what did I say about my kitten?
+Elefant, how are you?
+Elefant, forget that I like green tea
+Elefant, what do you know about me?
+"""
+
+
+@pytest.mark.parametrize("api", ["openai", "gemini"])
+async def test_make_run_against_a_model_remembers_recalls_chats_and_forgets(tmp_path, api):
+    """`make run` pointed at a stub model server with the scripted model's wording: `LLM_PROVIDER=openai` at the
+    chat-completions stub (`python -m fakes.openai_stub`), and Gemini at its stub. The start-up look passes quietly,
+    and every route goes through the model."""
+    import asyncio
+
+    from fakes.gemini_stub import GeminiStub
+    from fakes.model_doubles import scripted_model
+    from fakes.openai_stub import OpenAIStub
+    from tests.llm.test_probe import PROVIDER_SETTINGS
+
+    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_SETTINGS}
+    env |= {"DATABASE_URL": f"sqlite:///{tmp_path}/console.db", "EMBEDDING_MODEL": "none", "LOG_LEVEL": "WARNING"}
+    stub: OpenAIStub | GeminiStub
+    if api == "openai":
+        stub = await OpenAIStub(responder=scripted_model, models={"stub-model"}).start()
+        env |= {"LLM_PROVIDER": "openai", "OPENAI_BASE_URL": stub.base_url, "OPENAI_MODEL_FAST": "stub-model"}
+        model = f"stub-model at {stub.base_url}"
+    else:
+        stub = await GeminiStub(responder=scripted_model).start()
+        env |= {"GEMINI_API_KEY": "test-key", "GEMINI_BASE_URL": stub.base_url}
+        model = "Gemini"
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *(sys.executable, "-m", "bot", "run"),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=tmp_path,
+            env={**env, "PYTHONPATH": str(ROOT)},
+        )
+        out, err = await asyncio.wait_for(process.communicate(MODEL_SCRIPT.encode()), timeout=120)
+    finally:
+        await stub.stop()
+    assert process.returncode == 0, err.decode()
+    assert err.decode().splitlines() == [
+        "No DISCORD_TOKEN is set: starting the console instead (see .env.example to connect)."
+    ]
+    said = out.decode()
+    lines = said.splitlines()
+    assert lines[1:3] == ["[2] Elefant: Got it. What I know about alice now:", "alice likes green tea."]
+    [stats] = [line for line in lines if line.startswith("(messages ")]
+    assert stats.endswith(f"LLM calls 1; model: {model})")  # the remember, counted
+    recalled = said.index("Elefant: (stub model) you said: what did I say about my kitten?")
+    assert "alice: “I adopted a kitten named Pixel”" in said[recalled:]  # the past, cited
+    assert "Elefant: (stub model) you said: how are you?" in said  # chat
+    assert "Elefant: Done, I forgot that." in said  # forget: structured output through the model
+    about = said[said.index("Elefant: What I know about alice:") :]
+    assert "green tea" not in about and "kitten named Pixel" in about
+    if isinstance(stub, OpenAIStub):
+        assert {r.model for r in stub.requests} == {"stub-model"}
+        assert {r.format_type for r in stub.requests} == {None, "json_schema"}  # the probe's question and forget

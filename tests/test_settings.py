@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.settings import ConfigError, load_settings
+from bot.settings import ConfigError, Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -17,7 +17,15 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # no stray .env
-    for name in ("DATABASE_URL", "DATA_DIR", "DEFAULT_TIMEZONE", "DISCORD_TOKEN", "GEMINI_API_KEY", "LOG_LEVEL"):
+    for name in (
+        "DATABASE_URL",
+        "DATA_DIR",
+        "DEFAULT_TIMEZONE",
+        "DISCORD_TOKEN",
+        "GEMINI_API_KEY",
+        "LOG_LEVEL",
+        "LLM_PROVIDER",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -129,3 +137,43 @@ def test_a_database_that_cannot_be_reached_is_one_line_too(tmp_path):
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("The database in DATABASE_URL (postgresql+asyncpg://elefant:***@127.0.0.1:1/elefant)")
     assert "secret" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "words"),
+    [
+        ({"LLM_PROVIDER": "openai"}, "LLM_PROVIDER=openai needs OPENAI_MODEL_FAST"),
+        ({"LLM_PROVIDER": "gemini"}, "LLM_PROVIDER=gemini needs GEMINI_API_KEY"),
+        ({"LLM_PROVIDER": "llama"}, "Setting LLM_PROVIDER is invalid: Input should be 'gemini', 'openai' or 'offline'"),
+        (
+            {"LLM_PROVIDER": "openai", "OPENAI_MODEL_FAST": "qwen3:8b", "EMBEDDING_MODEL": "gemini-embedding-001"},
+            "EMBEDDING_MODEL=gemini-embedding-001 is a Gemini embedding model; with LLM_PROVIDER=openai use local",
+        ),
+    ],
+)
+def test_a_provider_setting_that_cannot_work_is_one_sentence(monkeypatch, env, words):
+    for name in ("OPENAI_MODEL_FAST", "OPENAI_MODEL_BATCH", "EMBEDDING_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError) as raised:
+        load_settings()
+    assert str(raised.value).startswith(words) and "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("values", "provider", "models"),
+    [
+        ({}, "offline", {}),
+        ({"gemini_api_key": "k"}, "gemini", {"batch": "gemini-3.5-flash-lite", "fast": "gemma-4-26b-a4b-it"}),
+        ({"gemini_api_key": "k", "llm_provider": "offline"}, "offline", {}),
+        (
+            {"gemini_api_key": "k", "llm_provider": "openai", "openai_model_batch": "big"},
+            "openai",
+            {"batch": "big", "fast": "big"},
+        ),
+    ],
+)
+def test_unset_keeps_todays_choice_and_the_setting_overrides_it(values, provider, models):
+    settings = Settings(_env_file=None, **values)  # type: ignore[call-arg]
+    assert settings.provider == provider and settings.role_models == models

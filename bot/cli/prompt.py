@@ -40,7 +40,7 @@ async def prompt(guild_id: int, user_id: int, channel_id: int | None, at: dateti
     from bot.reply.routing import Request, Route, address, fast_route
 
     # Offline whatever the settings say, and patient: what the model would receive once memory is ready.
-    offline = settings.model_copy(update={"gemini_api_key": None, "memory_wait_seconds": 600})
+    offline = settings.model_copy(update={"llm_provider": "offline", "memory_wait_seconds": 600})
     recorder = RecordingProvider(OfflineProvider())
     text = address(message, bot_user_id=0, bot_name=settings.bot_name, replied_to_bot=False) or message
     request = Request(guild_id, user_id, text, channel_id=channel_id)

@@ -1,4 +1,5 @@
-"""Building the LLM layer from settings: the google-genai client, the resilient provider, the embedder.
+"""Building the LLM layer from settings: the provider's client (google-genai's, or openai's for an
+OpenAI-compatible endpoint), the resilient provider, the embedder.
 
 This lives outside `bot/llm/__init__.py` on purpose: importing the package's own `bot.llm.types` sets the
 attribute `types` on the package, so a `from google.genai import types` in `__init__` was replaced by our
@@ -7,6 +8,8 @@ GEMINI_BASE_URL was set). Here Google's module is imported under a name nothing 
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from google import genai
 from google.genai import types as genai_types
@@ -53,7 +56,7 @@ def make_client(settings: Settings) -> genai.Client:
     return client
 
 
-def build_resilience(settings: Settings, inner: GeminiProvider) -> ResilientProvider:
+def build_resilience(settings: Settings, inner: Provider) -> ResilientProvider:
     """Per model: a breaker, request and token limits, a concurrency cap and the retry policy."""
     return ResilientProvider(
         inner,
@@ -79,19 +82,24 @@ def build_resilience(settings: Settings, inner: GeminiProvider) -> ResilientProv
 def build_llm(
     settings: Settings, *, sessions: async_sessionmaker[AsyncSession] | None, offline: Provider | None = None
 ) -> LLM:
-    """The resilient Gemini provider with the offline fallback, or the offline provider alone without a key;
+    """The provider LLM_PROVIDER chooses (Gemini, an OpenAI-compatible endpoint), resilient, with the offline
+    fallback; or the offline provider alone (LLM_PROVIDER=offline, or unset without GEMINI_API_KEY).
     `offline`: the offline provider to use (e.g. one that records what it is asked)."""
     prompts = load_prompts()
     usage = UsageRecorder(sessions) if sessions is not None else None
-    if settings.gemini_api_key is None:
+    provider = settings.provider
+    if provider == "offline":
         return LLM(None, prompts=prompts, usage=usage, offline=offline)
-    client = make_client(settings)
-    gemini = GeminiProvider(
-        client,
-        models={"batch": settings.model_batch, "fast": settings.model_fast},
-        timeout_s=settings.llm_timeout_seconds,
-    )
-    return LLM(build_resilience(settings, gemini), prompts=prompts, usage=usage, client=client, offline=offline)
+    if provider == "openai":
+        # Imported here: the openai package costs ~0.3 s to import, and only this provider needs it.
+        from bot.llm.openai_compat import OpenAIProvider, make_openai_client
+
+        client: Any = make_openai_client(settings)
+        inner: Provider = OpenAIProvider(client, models=settings.role_models)
+    else:
+        client = make_client(settings)
+        inner = GeminiProvider(client, models=settings.role_models, timeout_s=settings.llm_timeout_seconds)
+    return LLM(build_resilience(settings, inner), prompts=prompts, usage=usage, client=client, offline=offline)
 
 
 def build_embedder(settings: Settings, llm: LLM, *, required: bool = False) -> GeminiEmbedder | LocalEmbedder | None:
@@ -113,7 +121,7 @@ def build_embedder(settings: Settings, llm: LLM, *, required: bool = False) -> G
             raise ConfigError(MISSING_WEIGHTS)
         load_minilm()  # says why there are no vectors, once
         return None
-    if llm.client is None:
+    if settings.provider != "gemini" or llm.client is None:
         return None
     resilience = llm.primary if isinstance(llm.primary, ResilientProvider) else None
     return GeminiEmbedder(

@@ -35,7 +35,7 @@ class LLM:
         self.prompts = prompts
         self._usage = usage
         self._offline = offline or OfflineProvider()
-        self._client = client  # the google-genai client, closed by close()
+        self._client = client  # the SDK client behind the primary provider (google-genai or openai), closed by close()
 
     @property
     def is_offline(self) -> bool:
@@ -94,7 +94,7 @@ class LLM:
 
     @property
     def client(self) -> Any:
-        """The google-genai client behind the primary provider, or None (offline)."""
+        """The SDK client behind the primary provider (google-genai's or openai's), or None (offline)."""
         return self._client
 
     async def flush_usage(self) -> None:

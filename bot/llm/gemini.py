@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 import logging
 import re
 import time
@@ -13,12 +12,12 @@ from typing import Any
 
 from google import genai
 from google.genai import types
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
+from bot.llm.structured import as_model, parse_json, repair_prompt
 from bot.llm.types import Call, LLMError, LLMResult, Prompt, Role
 
 log = logging.getLogger(__name__)
-_JSON_BLOCK = re.compile(r"\{.*\}", re.S)
 
 
 def model_name(model: str) -> str:
@@ -54,19 +53,6 @@ def temperature_for(model: str, wanted: float) -> float | None:
     return None if keeps_default_temperature(model) else wanted
 
 
-def parse_json(text: str, schema: type[BaseModel]) -> BaseModel | None:
-    """Parse a reply defensively: code fences and chatter around the JSON object are tolerated."""
-    candidates = [text.strip()]
-    if match := _JSON_BLOCK.search(text):
-        candidates.append(match.group(0))
-    for candidate in candidates:
-        try:
-            return schema.model_validate(json.loads(candidate))
-        except (json.JSONDecodeError, ValidationError):
-            continue
-    return None
-
-
 class GeminiProvider:
     """One request per call; retries, limits and the breaker live in `ResilientProvider`."""
 
@@ -96,15 +82,10 @@ class GeminiProvider:
         text = response.text or ""
         parsed: Any = None
         if schema is not None:
-            parsed = _parsed(response.parsed, schema) or parse_json(text, schema)
+            parsed = as_model(response.parsed, schema) or parse_json(text, schema)
             if parsed is None:
                 log.warning("%s: reply to %s was not valid JSON; asking once to repair it", model, operation)
-                repair = Prompt(
-                    system=prompt.system,
-                    user=f"{prompt.user}\n\nYour previous answer was not valid JSON. Answer again with only a JSON "
-                    f"object matching this schema:\n{json.dumps(schema.model_json_schema())}",
-                )
-                response = await self._call(model, repair, schema, temperature)
+                response = await self._call(model, repair_prompt(prompt, schema), schema, temperature)
                 text = response.text or ""
                 more_in, more_out = _usage(response)
                 tokens_in, tokens_out = tokens_in + more_in, tokens_out + more_out
@@ -130,18 +111,6 @@ class GeminiProvider:
                 config.response_mime_type = "application/json"
                 config.response_schema = _json_schema(schema)
         return await self._client.aio.models.generate_content(model=model, contents=contents, config=config)
-
-
-def _parsed(value: object, schema: type[BaseModel]) -> BaseModel | None:
-    """The SDK's parse of the reply as `schema` (from the JSON schema it parses to a dict), or None."""
-    if isinstance(value, schema):
-        return value
-    if isinstance(value, dict):
-        try:
-            return schema.model_validate(value)
-        except ValidationError:
-            return None
-    return None
 
 
 def _json_schema(schema: type[BaseModel]) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
+from typing import Any
 
 import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
@@ -42,9 +43,12 @@ def http_session(base_url: str) -> aiohttp.ClientSession:
     )
 
 
-async def close_client(client: genai.Client) -> None:
+async def close_client(client: Any) -> None:
     """Close a client from `make_client`: the SDK's connections, then our HTTP session (the SDK leaves one it was
-    given open)."""
+    given open); or an `openai` client (`make_openai_client`), which owns its connections."""
+    if not isinstance(client, genai.Client):
+        await client.close()
+        return
     try:
         await client.aio.aclose()
     finally:

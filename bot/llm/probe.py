@@ -1,5 +1,7 @@
 """A start-up look at the configured models: a refused key stops start-up, a retired model id or no network warns.
 
+For Gemini here; an OpenAI-compatible endpoint's checks, by the same rule, are in bot/llm/openai_probe.py.
+
 Nothing else at start-up talks to Gemini, so without this a wrong GEMINI_API_KEY or a retired MODEL_BATCH would
 first show as fallbacks hours later (at the first daily summary). The bot runs without a model, so only a
 refused key (a setting that cannot work) stops it; everything else is one warning naming the setting.
@@ -60,10 +62,15 @@ async def _look(client: genai.Client, setting: str, model: str) -> None:
 
 
 async def check_models(settings: Settings) -> None:
-    """Ask Google about each configured model, at once; raises ConfigError for a refused key."""
-    if settings.gemini_api_key is None:
+    """Ask the provider about each configured model, at once; raises ConfigError for a setting that cannot work."""
+    if settings.provider == "openai":
+        from bot.llm.openai_probe import check_endpoint  # the openai package only when it is the provider
+
+        await check_endpoint(settings)
         return
-    models = {"MODEL_BATCH": settings.model_batch, "MODEL_FAST": settings.model_fast}
+    if settings.provider != "gemini":
+        return
+    models = dict(settings.model_settings)
     if settings.embedding_model and settings.embedding_model.strip().lower() not in {"local", "none", "off"}:
         models["EMBEDDING_MODEL"] = settings.embedding_model  # a Gemini model (the local one needs no asking)
     client = make_client(settings)

@@ -22,7 +22,15 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_exp
 from bot import answer_due
 from bot.llm.breaker import CircuitBreaker
 from bot.llm.tokens import estimate_tokens
-from bot.llm.types import Call, LLMError, LLMResult, LLMUnavailableError, Provider
+from bot.llm.types import (
+    Call,
+    EndpointError,
+    EndpointUnreachableError,
+    LLMError,
+    LLMResult,
+    LLMUnavailableError,
+    Provider,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -75,7 +83,9 @@ def is_transient(exc: BaseException) -> bool:
     """429, 408, 5xx, time-outs and dropped connections are worth another try; other errors are not."""
     if isinstance(exc, errors.ClientError):
         return exc.code in {408, 429}
-    if isinstance(exc, (errors.ServerError, TimeoutError, *TRANSPORT_ERRORS)):
+    if isinstance(exc, EndpointError):
+        return exc.status in {408, 429} or exc.status >= 500
+    if isinstance(exc, (errors.ServerError, TimeoutError, EndpointUnreachableError, *TRANSPORT_ERRORS)):
         return True
     return type(exc).__name__ in _TRANSPORT_NAMES
 
@@ -85,6 +95,8 @@ def describe(exc: BaseException, timeout_s: float | None = None) -> str:
     if isinstance(exc, errors.APIError):
         message = " ".join(str(exc.message or "").split())[:300]
         return f"{exc.code} {exc.status or ''}: {message}".replace("  ", " ").strip(": ")
+    if isinstance(exc, (EndpointError, EndpointUnreachableError)):
+        return " ".join(str(exc).split())[:300]
     if isinstance(exc, TimeoutError):  # asyncio.TimeoutError is TimeoutError since 3.11
         return f"no answer within {timeout_s:g} s" if timeout_s else "timed out"
     if isinstance(exc, LLMError) and exc.__cause__ is not None:
@@ -93,7 +105,9 @@ def describe(exc: BaseException, timeout_s: float | None = None) -> str:
 
 
 def server_retry_delay(exc: BaseException | None) -> float:
-    """The delay the API asked for (google.rpc.RetryInfo), in seconds, or 0."""
+    """The delay the API asked for (google.rpc.RetryInfo, or an endpoint's Retry-After), in seconds, or 0."""
+    if isinstance(exc, EndpointError):
+        return exc.retry_after
     if not isinstance(exc, errors.APIError) or not isinstance(exc.details, dict):
         return 0.0
     for detail in exc.details.get("error", {}).get("details", []) or []:

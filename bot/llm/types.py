@@ -54,6 +54,21 @@ class LLMUnavailableError(LLMError):
     """The circuit breaker is open: the model is skipped for now."""
 
 
+class EndpointError(LLMError):
+    """A model endpoint answered with an error status: what a provider turns its SDK's status errors into, so the
+    resilience layer reads every provider alike (google-genai's own errors it reads directly)."""
+
+    def __init__(self, status: int, message: str, *, retry_after: float = 0.0) -> None:
+        super().__init__(f"{status} {message}".strip())
+        self.status = status
+        self.message = message
+        self.retry_after = retry_after  # seconds the endpoint asked to wait (Retry-After), 0 when it did not say
+
+
+class EndpointUnreachableError(LLMError):
+    """Nothing came back from a model endpoint: the connection was refused, dropped or cut off."""
+
+
 class Provider(Protocol):
     """Anything that can answer an operation: the Gemini provider, the offline provider, test doubles."""
 

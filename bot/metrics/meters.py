@@ -99,7 +99,7 @@ class _Levels(Collector):
     def __init__(self, memory: MemoryManager, llm: LLM, settings: Settings) -> None:
         self._memory = memory
         self._llm = llm
-        self._models = (settings.model_batch, settings.model_fast)
+        self._models = tuple(settings.role_models.values())
 
     def collect(self) -> Iterator[Metric]:
         yield from self._ingest()
@@ -152,7 +152,7 @@ class _Levels(Collector):
             labels=["model", "state"],
         )
         provider = self._llm.primary
-        if not isinstance(provider, ResilientProvider):  # no GEMINI_API_KEY: no model to break
+        if not isinstance(provider, ResilientProvider):  # offline: no model to break
             return family
         states = {model: State.CLOSED for model in self._models}  # a model not called yet has a closed breaker
         states |= {model: lane.breaker.state for model, lane in provider.lanes.items()}

@@ -1,4 +1,4 @@
-"""Fixtures: the Gemini stub server, and the real google-genai client pointed at it."""
+"""Fixtures: the Gemini stub server and the real google-genai client pointed at it; the OpenAI-compatible stub."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from google import genai
 
 from fakes.gemini_stub import GeminiStub
 from fakes.models import stub_client
+from fakes.openai_stub import OpenAIStub
 
 
 @pytest.fixture
@@ -23,3 +24,11 @@ async def genai_client(stub: GeminiStub) -> AsyncIterator[genai.Client]:
     client = stub_client(stub.base_url)
     yield client
     await client.aio.aclose()
+
+
+@pytest.fixture
+async def openai_stub() -> AsyncIterator[OpenAIStub]:
+    """The OpenAI-compatible stub (answers "stub answer" unless told otherwise)."""
+    server = await OpenAIStub().start()
+    yield server
+    await server.stop()

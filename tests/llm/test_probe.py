@@ -11,10 +11,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+PROVIDER_SETTINGS = {"DISCORD_TOKEN", "GEMINI_API_KEY", "GEMINI_BASE_URL", "LLM_PROVIDER", "OPENAI_API_KEY"}
+PROVIDER_SETTINGS |= {"OPENAI_BASE_URL", "OPENAI_MODEL_BATCH", "OPENAI_MODEL_FAST", "LLM_TIMEOUT_SECONDS"}
 
 
 async def run_bot(tmp_path: Path, **env: str) -> tuple[int, list[str]]:
-    clean = {k: v for k, v in os.environ.items() if k not in {"DISCORD_TOKEN", "GEMINI_API_KEY", "GEMINI_BASE_URL"}}
+    clean = {k: v for k, v in os.environ.items() if k not in PROVIDER_SETTINGS}
     clean.update(DATABASE_URL=f"sqlite:///{tmp_path}/bot.db", LOG_LEVEL="WARNING", PYTHONPATH=str(ROOT), **env)
     process = await asyncio.create_subprocess_exec(
         sys.executable,

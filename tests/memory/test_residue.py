@@ -27,6 +27,7 @@ from bot.reply.respond import Responder
 from bot.reply.routing import Request
 from db.records import IncomingMessage, Kind
 from fakes.models import model_stack
+from tests.conftest import ALL_MODELS
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, message
 from tests.residue import caches_with, files_with, residue, tables_with
 from tests.scope_probe import SameVector
@@ -170,8 +171,9 @@ async def test_discord_delete_bulk_delete_and_edit_reach_everything_built_on_the
     assert ids["recall reply"] not in {h.message_id for h in await memory.recollection.recall(GUILD, "passport word")}
 
 
+@pytest.mark.parametrize("llm", ALL_MODELS, indirect=True)
 async def test_forget_that_removes_the_statement_everywhere_and_keeps_the_rest(engine, settings, llm):
-    world = await make_world(engine, settings, llm)  # offline, and the real Gemini client against the stub
+    world = await make_world(engine, settings, llm)  # offline, and the real Gemini and openai clients at stubs
     memory = world.memory
     try:
         assert "pomegranate" in (await memory.facts.get(GUILD, ALICE) or "")

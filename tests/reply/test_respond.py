@@ -1,4 +1,5 @@
-"""The responder end to end on both databases, offline and with Gemini (stub): every phrasing, answers, policy."""
+"""The responder end to end on both databases, offline and with Gemini (stub; routing and chat also with the
+OpenAI-compatible stub): every phrasing, answers, policy."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from bot.memory.manager import MemoryManager
 from bot.reply.model_turns import ModelTurns
 from bot.reply.respond import Responder
 from bot.reply.routing import Decision, Request, Route
+from tests.conftest import ALL_MODELS
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, OTHER_GUILD, message
 
 CAROL = 2**60 + 1003
@@ -115,6 +117,7 @@ async def test_facts_from_one_guild_are_not_told_in_another(memory):
     assert "Sergey" not in other.text
 
 
+@pytest.mark.parametrize("llm", ALL_MODELS, indirect=True)
 async def test_everything_else_is_chat_with_the_authors_facts(memory, llm):
     r = responder(memory)
     await r.respond(ask("remember that I like tea"))
@@ -127,6 +130,7 @@ async def test_everything_else_is_chat_with_the_authors_facts(memory, llm):
         assert answer.text == "(stub model) you said: how are you? | memory: Ana likes tea."
 
 
+@pytest.mark.parametrize("llm", ALL_MODELS, indirect=True)
 async def test_the_llm_router_handles_other_languages(memory, llm):
     answer = await responder(memory).respond(ask("merk dir, dass ich gerne Tee trinke"))
     if llm.is_offline:
