@@ -331,7 +331,7 @@ def describe(result: ImportResult) -> str:
         for n, said in (
             (result.skipped_bots, f"{result.skipped_bots:,} from bots"),
             (result.skipped_notices, _n(result.skipped_notices, "system notice")),
-            (result.opted_out, f"{result.opted_out:,} opted out"),
+            (result.opted_out, f"{result.opted_out:,} by members opted out or forgotten"),
             (result.expired, f"{result.expired:,} older than RETENTION_DAYS keeps"),
         )
         if n
