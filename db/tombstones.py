@@ -206,6 +206,7 @@ def sift(ops: Sequence[Any], graves: Graves) -> list[Any]:
         )
     }
     guild_of = {**graves.places, **{op.message_id: op.guild_id for op in ops if isinstance(op, IncomingMessage)}}
+    mourning = any(kind == MEMBER for _, kind, _ in graves.before)  # else no mention needs a look
     kept: list[Any] = []
     for item in ops:
         op = getattr(item, "op", item)
@@ -215,7 +216,7 @@ def sift(ops: Sequence[Any], graves: Graves) -> list[Any]:
             continue
         if graves.expired(item):
             continue
-        kept.append(graves.unmentioned(item, guild_of))
+        kept.append(graves.unmentioned(item, guild_of) if mourning else item)
     if doomed:  # one may be stored already, from an earlier batch
         kept.append(MessageDelete(tuple(sorted(doomed))))
     return kept

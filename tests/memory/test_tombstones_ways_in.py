@@ -11,7 +11,7 @@ import dataclasses
 import json
 from datetime import timedelta
 
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 
 from bot.memory.clock import FakeClock
 from bot.memory.intake.queue import WriteBehindQueue
@@ -19,7 +19,7 @@ from bot.memory.manager import MemoryManager
 from db.deletion import FORMER
 from db.engine import create_engine
 from db.ingest_rows import DeadLetter as Refused
-from db.models import ChatMessage, DeadLetter
+from db.models import ChatMessage, DeadLetter, OptOutSpan
 from db.records import MessageEdit
 from tests.factories import ALICE, BOB, GUILD, T0, message, minutes
 from tests.memory.test_tombstones import NOW, late_write, stored_ids, two
@@ -155,3 +155,23 @@ async def test_a_batch_of_another_process_keeps_to_this_ones_retention(db_url, s
     finally:
         await memory.close()
         await engine.dispose()
+
+
+async def test_retention_drops_the_opt_out_spans_it_makes_needless(engine, settings):
+    memory = MemoryManager(engine, settings.model_copy(update={"retention_days": 2}), clock=FakeClock(NOW))
+    await memory.start()
+    try:
+        for member, back in ((ALICE, 4), (BOB, 1)):  # a span ended 4 days ago, and one ended yesterday
+            memory.clock.advance(days=-back)
+            await memory.admin.opt_out(GUILD, member, delete_stored=False)
+            memory.clock.advance(minutes=10)
+            await memory.admin.opt_in(GUILD, member)
+            memory.clock.advance(days=back, minutes=-10)
+        async with memory.sessions() as session:
+            assert await session.scalar(select(func.count()).select_from(OptOutSpan)) == 2
+        await memory.admin.apply_retention()
+        async with memory.sessions() as session:
+            ends = list(await session.scalars(select(OptOutSpan.until)))
+        assert ends == [NOW - timedelta(days=1) + minutes(10)]
+    finally:
+        await memory.close()
