@@ -170,15 +170,7 @@ async def _delete_member(session: AsyncSession, guild_id: int, user_id: int, at:
         session, or_(and_(ChatMessage.guild_id == guild_id, ChatMessage.user_id == user_id), mentions_them)
     )
     await drop_derived(session, guild_id, days, counts)
-    # Others' messages keep their words, but no longer say who was mentioned.
-    unnamed = func.replace(func.replace(ChatMessage.message_text, f"<@{user_id}>", FORMER), f"<@!{user_id}>", FORMER)
-    _count(
-        counts,
-        "mentions_removed",
-        await session.execute(
-            update(ChatMessage).where(mentions_them, ChatMessage.user_id != user_id).values(message_text=unnamed)
-        ),
-    )
+    await _unmention(session, guild_id, user_id, mentions_them, counts)
     their_messages = select(ChatMessage.message_id).where(
         ChatMessage.guild_id == guild_id, ChatMessage.user_id == user_id
     )
@@ -219,22 +211,27 @@ async def _delete_member(session: AsyncSession, guild_id: int, user_id: int, at:
         (DeadLetter, "dead_letters", DeadLetter.user_id),
     ):
         _count(counts, name, await session.execute(delete(table).where(table.guild_id == guild_id, column == user_id)))
-    await _unmention_dead_letters(session, guild_id, user_id, counts)
     # The spans they were opted out end before now: the tombstone withholds all they said until now anyway.
     key = tombstones.member_key(guild_id, user_id)
     await session.execute(delete(OptOutSpan).where(OptOutSpan.guild_id == guild_id, OptOutSpan.member_key == key))
     return counts
 
 
-async def _unmention_dead_letters(session: AsyncSession, guild_id: int, user_id: int, counts: Counter[str]) -> None:
-    """Others' dead letters no longer name a forgotten member (as their stored messages no longer do); a refused
-    edit names no guild but its message's."""
+async def _unmention(
+    session: AsyncSession, guild_id: int, user_id: int, mentions_them: ColumnElement[bool], counts: Counter[str]
+) -> None:
+    """Others' messages and dead letters keep their words, but no longer say who was mentioned (a refused edit names
+    no guild but its message's); every later write does the same (db/mentions.py)."""
+    unnamed = func.replace(func.replace(ChatMessage.message_text, f"<@{user_id}>", FORMER), f"<@!{user_id}>", FORMER)
+    rewritten = update(ChatMessage).where(mentions_them, ChatMessage.user_id != user_id).values(message_text=unnamed)
+    _count(counts, "mentions_removed", await session.execute(rewritten))
     in_guild = select(ChatMessage.message_id).where(ChatMessage.guild_id == guild_id)
     placed = or_(
         DeadLetter.guild_id == guild_id, and_(DeadLetter.guild_id.is_(None), DeadLetter.message_id.in_(in_guild))
     )
+    others = or_(DeadLetter.user_id.is_(None), DeadLetter.user_id != user_id)  # hers go whole, below
     rows = await session.execute(
-        select(DeadLetter.id, DeadLetter.payload).where(placed, DeadLetter.payload.contains(str(user_id)))
+        select(DeadLetter.id, DeadLetter.payload).where(placed, others, DeadLetter.payload.contains(str(user_id)))
     )
     for dead_id, payload in rows.all():
         clear = unmentioned_payload(payload, lambda mentioned: mentioned == user_id)

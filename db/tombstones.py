@@ -40,6 +40,8 @@ from db.upsert import dialect_insert
 MEMBER, CHANNEL, BEFORE = "member", "channel", "before"  # a member's target is `member_key`, not their id
 _MESSAGE_LOCK = (0x456D, 0)  # Discord deletes against every batch
 
+# Opt-outs before their spans: an opt-in (which deletes the one and writes the other in one transaction) committing
+# between the two reads is seen by the second, and one committing before both by both.
 _LOOKUPS = (
     "SELECT message_id FROM deleted_messages WHERE message_id IN ({ids})",
     "SELECT guild_id, kind, target_id, before FROM tombstones WHERE guild_id IN ({guilds})",
