@@ -24,7 +24,6 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import select
@@ -80,10 +79,19 @@ class Graves:
     spans: dict[tuple[int, int], tuple[tuple[datetime, datetime], ...]] = field(default_factory=dict)
     kept_from: datetime | None = None  # retention: nothing said before it is stored
     places: dict[int, int] = field(default_factory=dict)  # an edited message -> its guild
+    _keys: dict[tuple[int, int], int] = field(default_factory=dict)  # member digests of this batch, each made once
+
+    def key(self, guild_id: int, user_id: int) -> int:
+        """`member_key`, made once a batch per member (a batch's messages come from few members)."""
+        try:
+            return self._keys[(guild_id, user_id)]
+        except KeyError:
+            made = self._keys[(guild_id, user_id)] = member_key(guild_id, user_id)
+            return made
 
     def buries(self, guild_id: int, channel_id: int, user_id: int, at: datetime) -> bool:
         """Whether a message of that member, channel and time was deleted by a forget-me or a purge."""
-        member = (guild_id, MEMBER, member_key(guild_id, user_id))
+        member = (guild_id, MEMBER, self.key(guild_id, user_id))
         for key in (member, (guild_id, CHANNEL, channel_id), (guild_id, BEFORE, 0)):
             limit = self.before.get(key)
             if limit is not None and at <= limit:
@@ -92,12 +100,12 @@ class Graves:
 
     def forgotten(self, guild_id: int, user_id: int, at: datetime | None) -> bool:
         """Whether the member was forgotten after `at` (None: at any time)."""
-        limit = self.before.get((guild_id, MEMBER, member_key(guild_id, user_id)))
+        limit = self.before.get((guild_id, MEMBER, self.key(guild_id, user_id)))
         return limit is not None and (at is None or at <= limit)
 
     def withheld(self, guild_id: int, user_id: int, at: datetime) -> bool:
         """Whether the member said it while opted out, in a span they have closed since."""
-        spans = self.spans.get((guild_id, member_key(guild_id, user_id)), ()) if self.spans else ()
+        spans = self.spans.get((guild_id, self.key(guild_id, user_id)), ()) if self.spans else ()
         return any(since <= at <= until for since, until in spans)
 
     def refuses(self, message: IncomingMessage) -> bool:
@@ -224,7 +232,6 @@ def sift(ops: Sequence[Any], graves: Graves) -> list[Any]:
     return kept
 
 
-@lru_cache(maxsize=4096)  # every message of a batch asks for its author's
 def member_key(guild_id: int, user_id: int) -> int:
     """How a forgotten member is named in their tombstone: a digest, not their id, so the database keeps no row
     that lists who asked to be forgotten (it can only answer whether a given member was, which is its job)."""
