@@ -28,10 +28,9 @@ async def opt_out(session: AsyncSession, guild_id: int, user_id: int, *, at: dat
 async def opt_in(session: AsyncSession, guild_id: int, user_id: int, *, at: datetime) -> None:
     """Remove an opt-out, keeping the span it lasted (to `at`): what was said in it is never stored later."""
     mine = (UserOptOut.guild_id == guild_id, UserOptOut.user_id == user_id)
-    since = await session.scalar(select(UserOptOut.at).where(*mine))
+    since = await session.scalar(delete(UserOptOut).where(*mine).returning(UserOptOut.at))  # one process gets it
     if since is None:  # not opted out (or another process opted them in first, and kept the span)
         return
-    await session.execute(delete(UserOptOut).where(*mine))
     span = dict(guild_id=guild_id, member_key=member_key(guild_id, user_id), since=since, until=max(since, at))
     await session.execute(dialect_insert(session, OptOutSpan).values(**span).on_conflict_do_nothing())
 
