@@ -131,7 +131,7 @@ async def forget(fleet: Fleet, user: int) -> None:
 
 
 async def opted_out_for_a_while(fleet: Fleet, user: int) -> tuple[datetime, datetime, datetime, datetime]:
-    """An admin's process opts the member out and, a phase later, back in: the times before and after each."""
+    """An admin's process opts the member out and, half a phase later, back in: the times before and after each."""
     engine = create_engine(fleet.db_url)
     settings = Settings(  # type: ignore[call-arg]
         _env_file=None,
