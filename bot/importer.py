@@ -67,12 +67,13 @@ class ImportResult:
     stored: int = 0  # new rows: not in the database before
     duplicates: int = 0  # stored already (an earlier import, the live bot); a newer edit still updates them
     dead_letters: int = 0  # refused by every database (an impossible id), kept in dead_letters
-    opted_out: int = 0  # by members who opted out here: not kept
+    opted_out: int = 0  # by members who opted out here (or were when they said it, or were forgotten): not kept
+    expired: int = 0  # older than retention (RETENTION_DAYS) keeps: not kept
 
     @property
     def skipped(self) -> int:
         """Messages not handed to storage."""
-        return self.skipped_bots + self.skipped_notices + self.opted_out
+        return self.skipped_bots + self.skipped_notices + self.opted_out + self.expired
 
 
 DIRECT = frozenset({"DirectTextChat", "DirectGroupTextChat"})
@@ -237,7 +238,7 @@ async def import_file(
         await memory.flush()  # what was pending before (an earlier stop's spill) is not this file's to count
         before = memory.intake.stored_so_far()
         log.info("importing %s: %d messages", path.name, tracking.total)
-        handed, opted_out = await _store(memory, head, staged, tracking, progress=progress)
+        handed, opted_out, expired = await _store(memory, head, staged, tracking, progress=progress)
         await memory.admin.optimize()  # stored (flushed), and the query planner knows the guild's new size
         await memory.intake.names_stored(head.guild.id)  # a running bot reads the guild's names again
     counts = memory.intake.stored_so_far() - before
@@ -254,6 +255,7 @@ async def import_file(
         duplicates=counts.known,
         dead_letters=counts.dead_letters,
         opted_out=opted_out,
+        expired=expired,
     )
 
 
@@ -274,15 +276,19 @@ async def _observe_channel(memory: MemoryManager, head: ExportHead, private: boo
 
 async def _store(
     memory: MemoryManager, head: ExportHead, staged: _Staged, tracking: ImportProgress, *, progress: bool
-) -> tuple[int, int]:
-    """Hand the staged rows to storage in order; how many were queued, and how many were by members opted out."""
-    handed = opted_out = 0
+) -> tuple[int, int, int]:
+    """Hand the staged rows to storage in order; how many were queued, by members opted out, and too old to keep."""
+    handed = opted_out = expired = 0
     with tqdm(total=staged.total, desc=tracking.path.name, unit="msg", disable=not progress, leave=False) as bar:
         for chunk in _staged_rows(staged.rows):
             for row in chunk:
                 tracking.done = row[0]  # every earlier message is queued or skipped; a cancel lands on this one
+                said = _incoming(head, row)
+                if memory.intake.expired(said.created_at):
+                    expired += 1
+                    continue
                 queued = await memory.intake.message(
-                    _incoming(head, row),
+                    said,
                     wait=True,  # an import must not outrun storage: it waits for room instead of spilling
                     embed_now=False,  # the embedding backlog finds them in the database
                 )
@@ -292,7 +298,7 @@ async def _store(
             bar.update(tracking.done - bar.n)
             await asyncio.sleep(0)  # the writer and a stop get their turn
     tracking.done = tracking.total
-    return handed, opted_out
+    return handed, opted_out, expired
 
 
 def _incoming(head: ExportHead, row: tuple[Any, ...]) -> IncomingMessage:
@@ -325,7 +331,8 @@ def describe(result: ImportResult) -> str:
         for n, said in (
             (result.skipped_bots, f"{result.skipped_bots:,} from bots"),
             (result.skipped_notices, _n(result.skipped_notices, "system notice")),
-            (result.opted_out, f"{result.opted_out:,} opted out"),
+            (result.opted_out, f"{result.opted_out:,} by members opted out or forgotten"),
+            (result.expired, f"{result.expired:,} older than RETENTION_DAYS keeps"),
         )
         if n
     )

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from db import tombstones
+from db.mentions import FORMER, unmentioned_payload
 from db.models import (
     ChatMessage,
     DailySummary,
@@ -27,16 +28,16 @@ from db.models import (
     LlmCall,
     MemberName,
     MemoryChange,
+    OptOutSpan,
     ReplySource,
     Rollup,
     UserFacts,
 )
 
-FORMER = "@a former member"  # what a mention of a forgotten member becomes in others' messages
 HISTORY_DAYS = 7  # a historical summary ending on day D covers the six days before it
 Deletion = Callable[[AsyncSession], Awaitable[Counter[str]]]
 # What `purge all` keeps: how the guild wants to be remembered, not what it said (privacy must survive a purge).
-GUILD_CONFIGURATION = ("channel_privacy", "user_optouts", "guild_settings")
+GUILD_CONFIGURATION = ("channel_privacy", "user_optouts", "optout_spans", "guild_settings")
 # Every table a deletion takes rows from or rewrites. The planner's statistics sample their values (names, words,
 # member ids) and keep them after the rows are gone, so they are taken again after each deletion (db/maintenance.py).
 TOUCHED_TABLES = (
@@ -169,15 +170,7 @@ async def _delete_member(session: AsyncSession, guild_id: int, user_id: int, at:
         session, or_(and_(ChatMessage.guild_id == guild_id, ChatMessage.user_id == user_id), mentions_them)
     )
     await drop_derived(session, guild_id, days, counts)
-    # Others' messages keep their words, but no longer say who was mentioned.
-    unnamed = func.replace(func.replace(ChatMessage.message_text, f"<@{user_id}>", FORMER), f"<@!{user_id}>", FORMER)
-    _count(
-        counts,
-        "mentions_removed",
-        await session.execute(
-            update(ChatMessage).where(mentions_them, ChatMessage.user_id != user_id).values(message_text=unnamed)
-        ),
-    )
+    await _unmention(session, guild_id, user_id, mentions_them, counts)
     their_messages = select(ChatMessage.message_id).where(
         ChatMessage.guild_id == guild_id, ChatMessage.user_id == user_id
     )
@@ -218,7 +211,33 @@ async def _delete_member(session: AsyncSession, guild_id: int, user_id: int, at:
         (DeadLetter, "dead_letters", DeadLetter.user_id),
     ):
         _count(counts, name, await session.execute(delete(table).where(table.guild_id == guild_id, column == user_id)))
+    # The spans they were opted out end before now: the tombstone withholds all they said until now anyway.
+    key = tombstones.member_key(guild_id, user_id)
+    await session.execute(delete(OptOutSpan).where(OptOutSpan.guild_id == guild_id, OptOutSpan.member_key == key))
     return counts
+
+
+async def _unmention(
+    session: AsyncSession, guild_id: int, user_id: int, mentions_them: ColumnElement[bool], counts: Counter[str]
+) -> None:
+    """Others' messages and dead letters keep their words, but no longer say who was mentioned (a refused edit names
+    no guild but its message's); every later write does the same (db/mentions.py)."""
+    unnamed = func.replace(func.replace(ChatMessage.message_text, f"<@{user_id}>", FORMER), f"<@!{user_id}>", FORMER)
+    rewritten = update(ChatMessage).where(mentions_them, ChatMessage.user_id != user_id).values(message_text=unnamed)
+    _count(counts, "mentions_removed", await session.execute(rewritten))
+    in_guild = select(ChatMessage.message_id).where(ChatMessage.guild_id == guild_id)
+    placed = or_(
+        DeadLetter.guild_id == guild_id, and_(DeadLetter.guild_id.is_(None), DeadLetter.message_id.in_(in_guild))
+    )
+    others = or_(DeadLetter.user_id.is_(None), DeadLetter.user_id != user_id)  # hers go whole, below
+    rows = await session.execute(
+        select(DeadLetter.id, DeadLetter.payload).where(placed, others, DeadLetter.payload.contains(str(user_id)))
+    )
+    for dead_id, payload in rows.all():
+        clear = unmentioned_payload(payload, lambda mentioned: mentioned == user_id)
+        if clear != payload:
+            await session.execute(update(DeadLetter).where(DeadLetter.id == dead_id).values(payload=clear))
+            counts["mentions_removed"] += 1
 
 
 def delete_channel(*, guild_id: int, channel_id: int, at: datetime) -> Deletion:
@@ -278,6 +297,11 @@ async def drop_unplaced_dead_letters(session: AsyncSession, before: datetime) ->
     gone = delete(DeadLetter).where(DeadLetter.guild_id.is_(None), DeadLetter.at < before)
     _count(counts, "dead_letters", await session.execute(gone))
     return counts
+
+
+async def drop_optout_spans_before(session: AsyncSession, before: datetime) -> None:
+    """Opt-out spans that ended before `before`: retention keeps nothing said in them anyway."""
+    await session.execute(delete(OptOutSpan).where(OptOutSpan.until < before))
 
 
 def drop_channel_summaries(*, guild_id: int, channel_id: int) -> Deletion:

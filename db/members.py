@@ -1,4 +1,5 @@
-"""Data access for per-guild choices: members who opted out, and a guild's own settings (its time zone)."""
+"""Data access for per-guild choices: members who opted out (now, and the spans they were opted out before), and a
+guild's own settings (its time zone)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from datetime import datetime
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.models import GuildSettings, UserOptOut
+from db.models import GuildSettings, OptOutSpan, UserOptOut
+from db.tombstones import member_key
 from db.upsert import dialect_insert
 
 
@@ -23,9 +25,27 @@ async def opt_out(session: AsyncSession, guild_id: int, user_id: int, *, at: dat
     await session.execute(insert.on_conflict_do_nothing())
 
 
-async def opt_in(session: AsyncSession, guild_id: int, user_id: int) -> None:
-    """Remove an opt-out."""
-    await session.execute(delete(UserOptOut).where(UserOptOut.guild_id == guild_id, UserOptOut.user_id == user_id))
+async def opt_in(session: AsyncSession, guild_id: int, user_id: int, *, at: datetime) -> None:
+    """Remove an opt-out, keeping the span it lasted (to `at`): what was said in it is never stored later."""
+    mine = (UserOptOut.guild_id == guild_id, UserOptOut.user_id == user_id)
+    since = await session.scalar(delete(UserOptOut).where(*mine).returning(UserOptOut.at))  # one process gets it
+    if since is None:  # not opted out (or another process opted them in first, and kept the span)
+        return
+    span = dict(guild_id=guild_id, member_key=member_key(guild_id, user_id), since=since, until=max(since, at))
+    await session.execute(dialect_insert(session, OptOutSpan).values(**span).on_conflict_do_nothing())
+
+
+async def optout_spans(session: AsyncSession) -> dict[tuple[int, int], tuple[tuple[datetime, datetime], ...]]:
+    """(guild, member's digest) -> the closed spans they were opted out, oldest first."""
+    rows = await session.execute(
+        select(OptOutSpan.guild_id, OptOutSpan.member_key, OptOutSpan.since, OptOutSpan.until).order_by(
+            OptOutSpan.since
+        )
+    )
+    spans: dict[tuple[int, int], tuple[tuple[datetime, datetime], ...]] = {}
+    for guild_id, key, since, until in rows:
+        spans[(guild_id, key)] = (*spans.get((guild_id, key), ()), (since, until))
+    return spans
 
 
 async def zones(session: AsyncSession) -> dict[int, str]:

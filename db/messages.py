@@ -62,11 +62,15 @@ from db.records import (
     ReplySource,
 )
 
+KeptFrom = Callable[[], datetime | None]  # the oldest time a message may have to be stored (None: any)
+
 
 class BatchWriter:
     """Turns ingest operations into executemany statements and commits each batch in one transaction."""
 
-    def __init__(self, dialect: Dialect) -> None:
+    def __init__(self, dialect: Dialect, *, kept_from: KeptFrom | None = None) -> None:
+        # Where retention begins, asked at each batch: nothing said before it is stored, whatever way it came in.
+        self._kept_from: KeptFrom = kept_from or _keep_everything
         self._upsert = render(UPSERT_MESSAGE, dialect)
         self._edit = render(EDIT_MESSAGE, dialect)
         self._delete = render(DELETE_MESSAGE, dialect)
@@ -167,12 +171,26 @@ class BatchWriter:
         batch stores no message)."""
         return tombstones.lookups(self._paramstyle, guilds, ids) if guilds else []
 
+    def places_lookup(self, ops: Sequence[IngestOp | DeadLetter]) -> tuple[str, list[Any]] | None:
+        """The read of where the batch's edits that mention someone are stored (None: no such edit)."""
+        unplaced = tombstones.unplaced(ops)
+        return tombstones.places_lookup(self._paramstyle, unplaced) if unplaced else None
+
+    def sifted(
+        self, ops: Sequence[IngestOp | DeadLetter], found: list[list[Any]], places: list[Any]
+    ) -> Sequence[IngestOp | DeadLetter]:
+        """`ops` without what the lookups' rows and retention refuse (as they are when nothing could be)."""
+        kept_from = self._kept_from()
+        if not found and kept_from is None:
+            return ops
+        return tombstones.sift(ops, tombstones.graves_from(*found, kept_from=kept_from, places=places))
+
 
 class SqliteBatch(BatchWriter):
     """SQLite: a batch as one transaction on a given sqlite3 connection (the writer thread's, or a benchmark's)."""
 
-    def __init__(self, dialect: Dialect) -> None:
-        super().__init__(dialect)
+    def __init__(self, dialect: Dialect, *, kept_from: KeptFrom | None = None) -> None:
+        super().__init__(dialect, kept_from=kept_from)
         self._insert_new = render(INSERT_NEW, dialect)
 
     def commit(self, connection: sqlite3.Connection, ops: Sequence[IngestOp | DeadLetter]) -> Written:
@@ -181,10 +199,12 @@ class SqliteBatch(BatchWriter):
         new = known = 0
         connection.execute("BEGIN IMMEDIATE")
         try:
-            lookups = self.graves_lookups(*tombstones.asked(ops))
+            guilds, ids = tombstones.asked(ops)
+            where = self.places_lookup(ops)
+            places = connection.execute(*where).fetchall() if where else []
+            lookups = self.graves_lookups(sorted({*guilds, *(g for _, g in places)}), ids)
             found = [connection.execute(sql, params).fetchall() for sql, params in lookups]
-            if found:
-                ops = tombstones.sift(ops, tombstones.graves_from(*found))
+            ops = self.sifted(ops, found, places)
             statements = self.prepare(ops)
             ids = touched_ids([op for op in ops if not isinstance(op, DeadLetter)])
             touched = (
@@ -237,8 +257,8 @@ class SqliteBatchWriter(SqliteBatch):
     with it on every row (measured: ~1.5x the throughput of aiosqlite with rows built on the loop).
     """
 
-    def __init__(self, engine: AsyncEngine) -> None:
-        super().__init__(engine.dialect)
+    def __init__(self, engine: AsyncEngine, *, kept_from: KeptFrom | None = None) -> None:
+        super().__init__(engine.dialect, kept_from=kept_from)
         path = engine.url.database
         if not path or path == ":memory:":
             raise ValueError("ingestion needs a SQLite file; in-memory databases are not supported")
@@ -268,8 +288,8 @@ class SqliteBatchWriter(SqliteBatch):
 class PostgresBatchWriter(BatchWriter):
     """PostgreSQL: asyncpg's executemany on a pooled connection, one transaction per batch."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
-        super().__init__(engine.dialect)
+    def __init__(self, engine: AsyncEngine, *, kept_from: KeptFrom | None = None) -> None:
+        super().__init__(engine.dialect, kept_from=kept_from)
         self._engine = engine
 
     async def write(self, ops: Sequence[IngestOp | DeadLetter]) -> Written:
@@ -301,18 +321,24 @@ class PostgresBatchWriter(BatchWriter):
     async def _sifted(self, raw: Any, ops: Sequence[IngestOp | DeadLetter]) -> Sequence[IngestOp | DeadLetter]:
         """`ops` without what the tombstones bury, read under locks that order this batch with every deletion."""
         guilds, ids = tombstones.asked(ops)
+        where = self.places_lookup(ops)
+        places = list(await raw.fetch(where[0], *where[1])) if where else []
+        guilds = sorted({*guilds, *(g for _, g in places)})
         lookups = self.graves_lookups(guilds, ids)
         deletes = any(isinstance(op, MessageDelete) for op in ops)
-        if not lookups and not deletes:
-            return ops
-        for function, (key, value) in tombstones.writer_locks(guilds, deletes=deletes):
-            await raw.execute(f"SELECT {function}($1, $2)", key, value)
-        if not lookups:
-            return ops
+        if lookups or deletes:
+            for function, (key, value) in tombstones.writer_locks(guilds, deletes=deletes):
+                await raw.execute(f"SELECT {function}($1, $2)", key, value)
         found = [await raw.fetch(sql, *params) for sql, params in lookups]
-        return tombstones.sift(ops, tombstones.graves_from(*found))
+        return self.sifted(ops, found, places)
 
 
-def batch_writer_for(engine: AsyncEngine) -> BatchWriter:
-    """The fastest writer for the engine's database."""
-    return SqliteBatchWriter(engine) if engine.dialect.name == "sqlite" else PostgresBatchWriter(engine)
+def batch_writer_for(engine: AsyncEngine, *, kept_from: KeptFrom | None = None) -> BatchWriter:
+    """The fastest writer for the engine's database (`kept_from`: retention's, None to keep everything)."""
+    if engine.dialect.name == "sqlite":
+        return SqliteBatchWriter(engine, kept_from=kept_from)
+    return PostgresBatchWriter(engine, kept_from=kept_from)
+
+
+def _keep_everything() -> None:
+    return None

@@ -152,6 +152,19 @@ class UserOptOut(Base):
     at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
+class OptOutSpan(Base):
+    """A time a member was opted out and is no more: what they said from `since` to `until` is never stored, by any
+    way in (live, catch-up, import, spill replay), whatever they chose after. The member is named by the digest a
+    forget-me tombstone uses (db/tombstones.member_key), not their id: a closed opt-out lists nobody."""
+
+    __tablename__ = "optout_spans"
+
+    guild_id: Mapped[int] = mapped_column(Snowflake, primary_key=True, autoincrement=False)
+    member_key: Mapped[int] = mapped_column(Snowflake, primary_key=True, autoincrement=False)
+    since: Mapped[datetime] = mapped_column(UTCDateTime, primary_key=True)
+    until: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
 class LlmCall(Base):
     """Every model call: what it was for, what it cost, how it ended; feeds stats and benchmarks."""
 

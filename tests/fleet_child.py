@@ -6,8 +6,8 @@ members; the messages each one delivers are numbered as Discord numbers them, th
 worker. "Discord" is a JSON-lines file (FLEET_DISCORD_LOG): each message is written there before it is delivered, as
 Discord has a message before any bot hears of it, and a process reading history reads the file, so its catch-up on
 READY finds what was said while it was down and what its siblings delivered meanwhile. It delivers FLEET_RATE
-messages a second, round robin over two channels and three members, until it is stopped; at READY it prints the
-guild's and the members' ids, and CAUGHT UP once its catch-up is done.
+messages a second, round robin over two channels and three members (each naming the next), until it is stopped; at
+READY it prints the guild's and the members' ids, and CAUGHT UP once its catch-up is done.
 """
 
 from __future__ import annotations
@@ -98,7 +98,10 @@ async def _fake_start(self: ElefantBot, token: str, *, reconnect: bool = True) -
     asyncio.get_running_loop().create_task(caught_up(self))
     i = 0
     while not self.is_closed():
-        await dpytest.message(f"p{INDEX} m{i}", channel=config.channels[i % 2], member=config.members[i % 3])
+        mentioned = config.members[(i + 1) % 3]  # each member names the next: bob names carol
+        await dpytest.message(
+            f"p{INDEX} m{i} <@{mentioned.id}>", channel=config.channels[i % 2], member=config.members[i % 3]
+        )
         i += 1
         await asyncio.sleep(1 / RATE)
 

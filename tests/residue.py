@@ -10,13 +10,17 @@ by walking the MemoryManager's object graph.
 from __future__ import annotations
 
 import gc
+import json
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import or_, select, text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.memory.manager import MemoryManager
+from db.models import ChatMessage, DeadLetter
 
 # Rows that may name a deleted member for a reason: an opt-out is kept so that they stay out.
 ALLOWED = {"user_optouts", "alembic_version"}
@@ -134,3 +138,32 @@ async def residue(
         + files_with(memory, words)
         + caches_with(memory, words, member)
     )
+
+
+async def forgotten_in_clear(engine: AsyncEngine, member: int, *, said_until: datetime) -> list[str]:
+    """Where a forgotten member's id is still written in clear against what her forget-me (at `said_until`) promises,
+    whatever way came in after it: her messages and others' mentions of her (`<@id>`, `<@!id>`) said until then, and
+    dead letters naming her (their text or mentions at any time; as author, until then). Empty when it holds."""
+    marks = (f"<@{member}>", f"<@!{member}>")
+    found: list[str] = []
+    async with engine.connect() as conn:
+        said = select(ChatMessage.message_id, ChatMessage.user_id).where(
+            ChatMessage.timestamp <= said_until,
+            or_(ChatMessage.user_id == member, *(ChatMessage.message_text.contains(mark) for mark in marks)),
+        )
+        for message_id, author in await conn.execute(said):
+            found.append(f"chat_history {message_id}: {'hers' if author == member else 'mentions her'}")
+        for dead_id, author, at, payload in await conn.execute(
+            select(DeadLetter.id, DeadLetter.user_id, DeadLetter.at, DeadLetter.payload)
+        ):
+            fields = json.loads(payload)
+            named = any(mark in str(fields.get("content", "")) for mark in marks)
+            named = named or member in (fields.get("mentioned_user_ids") or ())
+            hers = author == member and at is not None and _aware(at) <= said_until
+            if named or hers:
+                found.append(f"dead_letters {dead_id}: {'hers' if hers else 'names her'}")
+    return found
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

@@ -2,9 +2,11 @@
 
 Three `python -m bot run` processes (tests/fleet_child.py: the gateway faked, everything else real) share a
 private PostgreSQL server that is restarted under them; one of them is killed with SIGKILL and started again; a
-member is forgotten from the command line while the processes still deliver and hold her messages. Afterwards
-every message "Discord" has is stored exactly once, except the forgotten member's, of whom nothing is left. The
-same on SQLite with one process, SIGKILL and a restart, and messages said while it was down.
+member is forgotten from the command line while the processes still deliver and hold her messages, and another is
+opted out and back in by an admin's process before the killed one reconnects. Afterwards every message "Discord"
+has is stored exactly once, except the forgotten member's, of whom nothing is left (others' mentions of her
+included), and what the other said while opted out. The same on SQLite with one process, SIGKILL and a restart,
+and messages said while it was down.
 """
 
 from __future__ import annotations
@@ -13,15 +15,20 @@ import asyncio
 import json
 import re
 import signal
+from datetime import datetime
 from pathlib import Path
 
 import discord
 from sqlalchemy import func, select
 
+from bot.memory.manager import MemoryManager
+from bot.settings import Settings
+from db.deletion import FORMER
 from db.engine import create_engine
 from db.migrate import upgrade
 from db.models import ChatMessage, DeadLetter, MemberName
 from tests.private_postgres import PrivateServer
+from tests.residue import forgotten_in_clear
 from tests.test_stops import environment, start, wait_for_line
 
 SECONDS = 2.0  # each phase's length: enough for hundreds of messages at FLEET_RATE
@@ -106,6 +113,10 @@ async def stored_rows(db_url: str) -> tuple[dict[int, int], int, int]:
         await engine.dispose()
 
 
+def _said_at(message_id: int) -> datetime:
+    return discord.utils.snowflake_time(message_id)
+
+
 def spill_left(root: Path) -> list[Path]:
     return [p for p in root.glob("p*/data/ingest-spill-*.jsonl") if p.read_text().count("\n") > 1]
 
@@ -117,6 +128,42 @@ async def forget(fleet: Fleet, user: int) -> None:
     )
     _, err = await asyncio.wait_for(cli.communicate(), 120)
     assert cli.returncode == 0, err.decode()
+
+
+async def opted_out_for_a_while(fleet: Fleet, user: int) -> tuple[datetime, datetime, datetime, datetime]:
+    """An admin's process opts the member out and, half a phase later, back in: the times before and after each."""
+    engine = create_engine(fleet.db_url)
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None,
+        database_url=fleet.db_url,
+        data_dir=fleet.root / "admin",
+        gemini_api_key=None,
+        discord_token=None,
+    )
+    memory = MemoryManager(engine, settings)
+    await memory.start(background=False)
+    try:
+        marks = [discord.utils.utcnow()]
+        await memory.admin.opt_out(fleet.ids["guild"], user, delete_stored=False)
+        marks.append(discord.utils.utcnow())
+        await asyncio.sleep(SECONDS / 2)
+        marks.append(discord.utils.utcnow())
+        await memory.admin.opt_in(fleet.ids["guild"], user)
+        marks.append(discord.utils.utcnow())
+    finally:
+        await memory.close()
+        await engine.dispose()
+    return marks[0], marks[1], marks[2], marks[3]
+
+
+async def mentions_unnamed(db_url: str) -> int:
+    engine = create_engine(db_url)
+    try:
+        async with engine.connect() as conn:
+            query = select(func.count()).where(ChatMessage.message_text.contains(FORMER))
+            return int(await conn.scalar(query) or 0)
+    finally:
+        await engine.dispose()
 
 
 async def test_three_processes_a_database_restart_a_kill_and_a_forget_lose_and_resurrect_nothing(
@@ -132,11 +179,13 @@ async def test_three_processes_a_database_restart_a_kill_and_a_forget_lose_and_r
     await asyncio.sleep(SECONDS)
     fleet.kill(2)  # what it held in memory is lost with it
     down = fleet.said_while_down(20)
-    carol = fleet.ids["carol"]
-    asked = discord.utils.time_snowflake(discord.utils.utcnow())
+    carol, alice = fleet.ids["carol"], fleet.ids["alice"]
+    asked_at = discord.utils.utcnow()
+    asked = discord.utils.time_snowflake(asked_at)
     await forget(fleet, carol)  # while the others still deliver and hold her messages
     done = discord.utils.time_snowflake(discord.utils.utcnow())
-    await asyncio.sleep(SECONDS / 2)
+    # Then (the phase the others deliver in before process 2 comes back) an admin's process opts alice out and in.
+    span = await opted_out_for_a_while(fleet, alice)
     await fleet.start(12)  # process 2 again, catching up on READY
     await asyncio.sleep(SECONDS)
     errors = await fleet.stop_all()
@@ -146,12 +195,24 @@ async def test_three_processes_a_database_restart_a_kill_and_a_forget_lose_and_r
     assert set(down) <= set(rows)
     # Her messages said before the forget-me are forgotten wherever they were; those said after it are new.
     forgotten = {m for m, author in said.items() if author == carol and m < asked}
-    expected = {m for m in said if m not in forgotten and not (said[m] == carol and m < done)}
+    # Alice's, said while she was opted out (a snowflake's time against the moments around her two choices).
+    withheld = {m for m, author in said.items() if author == alice and span[1] <= _said_at(m) <= span[2]}
+    unsure = {m for m, author in said.items() if author == alice and span[0] <= _said_at(m) <= span[3]}
+    assert withheld, "nothing was said while she was opted out"
+    expected = {m for m in said if m not in forgotten | unsure and not (said[m] == carol and m < done)}
     missing = expected - set(rows)
     assert not missing, f"{len(missing)} of {len(expected)} messages said were never stored"
     assert set(rows) <= set(said), f"{len(set(rows) - set(said))} stored messages nobody said"
     back = forgotten & set(rows)
     assert not back, f"{len(back)} of the {len(forgotten)} forgotten member's messages came back"
+    back = withheld & set(rows)
+    assert not back, f"{len(back)} of the {len(withheld)} messages said while opted out were stored"
+    engine = create_engine(private_postgres.url)
+    try:
+        assert await forgotten_in_clear(engine, carol, said_until=asked_at) == []
+    finally:
+        await engine.dispose()
+    assert await mentions_unnamed(private_postgres.url) > 0  # bob named her before, and his words were kept
     assert not spill_left(tmp_path)
     assert not any("CRITICAL" in err for err in errors), [e for e in errors if "CRITICAL" in e]
 

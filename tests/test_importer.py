@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import func, select
 
 from bot.exports import ImportFileError, read_export
-from bot.importer import import_file
+from bot.importer import describe, import_file
+from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
+from db.deletion import FORMER
 from db.models import ChatMessage, MemberName
 from tests.export_files import AUTHORS, CHANNEL_ID, GUILD_ID, write_export
+from tests.residue import forgotten_in_clear
 
 
 @pytest.fixture
@@ -99,3 +103,55 @@ async def test_messages_of_a_member_who_opted_out_are_skipped_and_counted(memory
     # bob wrote 20 of the 45 messages of people (odd ones; every 10th is a bot's): none is kept
     assert (result.stored, result.opted_out, result.skipped) == (25, 20, 25)
     assert await count(memory) == 25
+
+
+EXPORT_START = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)  # write_export's first message; one a minute after it
+
+
+@pytest.fixture
+async def at_export_time(engine, settings):
+    """Memory whose clock stands at the export's first message, moved by the test (and its settings, if given)."""
+    made: list[MemoryManager] = []
+
+    async def make(**changes: object) -> MemoryManager:
+        memory = MemoryManager(engine, settings.model_copy(update=changes), clock=FakeClock(EXPORT_START))
+        await memory.start()
+        made.append(memory)
+        return memory
+
+    yield make
+    for memory in made:
+        await memory.close()
+
+
+async def test_what_a_member_said_while_opted_out_is_not_imported_after_they_opt_back_in(at_export_time, tmp_path):
+    memory = await at_export_time()
+    memory.clock.advance(minutes=10)
+    await memory.admin.opt_out(GUILD_ID, AUTHORS[1][0], delete_stored=False)
+    memory.clock.advance(minutes=20)
+    await memory.admin.opt_in(GUILD_ID, AUTHORS[1][0])
+    result = await import_file(memory, write_export(tmp_path / "general.json", 50), include_bots=False, progress=False)
+    # bob's messages 11 … 27 (odd, but not 19: a bot's) were said while he was opted out
+    assert (result.stored, result.opted_out) == (37, 8)
+
+
+async def test_a_forgotten_members_mentions_in_others_messages_are_not_imported(at_export_time, tmp_path):
+    memory = await at_export_time()
+    memory.clock.advance(days=1)
+    bob = AUTHORS[1][0]
+    await memory.admin.forget_member(GUILD_ID, bob)
+    result = await import_file(memory, write_export(tmp_path / "general.json", 50), include_bots=False, progress=False)
+    assert (result.stored, result.opted_out) == (25, 20)  # Ana's, of which every other one mentions bob
+    async with memory.sessions() as session:
+        texts = list(await session.scalars(select(ChatMessage.message_text)))
+    assert sum(FORMER in t for t in texts) == 13
+    assert await forgotten_in_clear(memory.engine, bob, said_until=memory.clock.now()) == []
+
+
+async def test_an_import_older_than_retention_keeps_is_skipped_and_counted(at_export_time, tmp_path):
+    memory = await at_export_time(retention_days=1)
+    memory.clock.advance(days=1, minutes=25)  # retention keeps the export's messages 25 … 49
+    result = await import_file(memory, write_export(tmp_path / "general.json", 50), include_bots=False, progress=False)
+    assert (result.stored, result.expired, result.skipped) == (22, 23, 28)  # 2 + 3 of the skipped are bots'
+    assert await count(memory) == 22
+    assert "23 older than RETENTION_DAYS keeps" in describe(result)

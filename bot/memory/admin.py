@@ -148,6 +148,7 @@ class Admin:
             total += await self._delete(guild_id, None, work, "purge_before", analyze=False)
         async with self._sessions() as session, session.begin():  # no guild's cache holds a dead letter
             total += await deletion.drop_unplaced_dead_letters(session, cutoff)
+            await deletion.drop_optout_spans_before(session, cutoff)  # retention withholds all that is older
         if any(total.values()):  # once for all guilds: each analysis reads the whole tables
             await self._analyze()
         return total
@@ -209,6 +210,8 @@ class Admin:
             await self._changes.record(session, guild_id, None, what)
         if analyze:  # before the scrub and the rewrite of the file, which then keep no page of the old samples
             await self._analyze()
+        if what == "forget_member":  # intake now withholds what they said until now, by every way in
+            await self._choices.load()
         await self._changes.deleted(guild_id, user_id, what, member_lines=what == "forget_member")
         log.info("deleted in guild %s: %s", guild_id, dict(counts))
         return counts

@@ -11,6 +11,7 @@ benchmarks that look inside.
 from __future__ import annotations
 
 import logging
+from datetime import datetime, timedelta
 
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -105,12 +106,18 @@ class MemoryManager:
             yield_to=self.replies.quiet,
             spill_dir=settings.data_dir,
             fault=self.storage,
+            kept_from=self.kept_from,
         )
         self.statistics = PlannerStatistics(engine, lambda: self.queue.committer.stats.new_messages)
         self._embedder = embedder
         self._build_recall(embedder)
         self._register_caches()
         self._build_faces()
+
+    def kept_from(self) -> datetime | None:
+        """Where retention begins now: nothing said before it is stored, by any way in (None: RETENTION_DAYS 0)."""
+        days = self.settings.retention_days
+        return self.clock.now() - timedelta(days=days) if days > 0 else None
 
     def _build_facts(self, facts_model: FactsModel | None) -> None:
         self.fact_store = (
@@ -223,6 +230,7 @@ class MemoryManager:
             sessions=self.sessions,
             scheduler=self.scheduler,
             embedding=self.embedding,
+            kept_from=self.kept_from,
         )
         self.facts = Facts(
             self.fact_store, names=self.names, changes=self.changes, sessions=self.sessions, flush=self.flush

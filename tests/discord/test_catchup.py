@@ -7,6 +7,7 @@ Discord's history on READY and stored exactly as live messages are; what was del
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import discord
@@ -19,6 +20,7 @@ from sqlalchemy import select
 from bot.discord_bot import ElefantBot
 from bot.memory.manager import MemoryManager
 from bot.reply.respond import Responder
+from db.deletion import FORMER
 from db.engine import create_session_factory
 from db.models import ChatMessage
 from tests.discord.gateway import discord_logs_from
@@ -153,6 +155,69 @@ async def test_an_opted_out_members_missed_messages_are_not_stored(bot, engine):
     bobs = said_while_away(general, bob, "bob while away", ago=timedelta(minutes=1))
     await catch_up(bot)
     assert set(await stored(engine)) == {bobs}
+
+
+async def test_what_was_said_while_opted_out_is_not_stored_by_a_reconnect_after_opting_back_in(bot, engine):
+    config = dpytest.get_config()
+    general, alice = config.channels[0], config.members[0]
+    moments = iter(range(5))
+
+    async def said(content: str) -> int:
+        await asyncio.sleep(0.02)  # a snowflake dates a message to the millisecond: each step after the last
+        return said_while_away(general, alice, f"{content} {next(moments)}", ago=timedelta(0))
+
+    before = await said("before opting out")
+    await bot.memory.admin.opt_out(general.guild.id, alice.id, delete_stored=False)
+    during = await said("while opted out")
+    await catch_up(bot)  # a reconnect while she is opted out: nothing of hers
+    assert set(await stored(engine)) == set()
+    await bot.memory.admin.opt_in(general.guild.id, alice.id)
+    after = await said("after opting back in")
+    await catch_up(bot)  # the next reconnect reads all three back: what she said opted out stays out
+    assert set(await stored(engine)) == {before, after}
+    assert during not in await stored(engine)
+
+
+async def test_others_mentions_of_a_forgotten_member_said_before_are_read_back_without_her(bot, engine):
+    config = dpytest.get_config()
+    general = config.channels[0]
+    alice, bob = config.members
+    hers = said_while_away(general, alice, "hers, before her forget-me", ago=timedelta(minutes=6))
+    mention = said_while_away(general, bob, f"ask <@{alice.id}>, she knows", ago=timedelta(minutes=5))
+    await bot.memory.admin.forget_member(general.guild.id, alice.id)
+    await catch_up(bot)
+    rows = await stored(engine)
+    assert hers not in rows
+    assert rows[mention][0] == f"ask {FORMER}, she knows"
+
+
+async def test_catch_up_reaching_further_back_than_retention_keeps_to_retention(engine, settings, monkeypatch):
+    monkeypatch.setattr(backend.FakeHttp, "logs_from", logs_from)
+    longer = settings.model_copy(update={"catchup_hours": 72, "retention_days": 1})
+    memory = MemoryManager(engine, longer, facts_model=AppendingModel())
+    await memory.start()
+    bot = ElefantBot(
+        memory=memory,
+        responder=Responder(
+            memory.facts, memory.recollection, memory.directory, router=None, chatter=chat, policy="anyone"
+        ),
+        settings=memory.settings,
+        sync_commands=False,
+    )
+    dpytest.configure(bot, members=["alice"])
+    await bot._async_setup_hook()
+    await bot.setup_hook()
+    try:
+        config = dpytest.get_config()
+        general, alice = config.channels[0], config.members[0]
+        said_while_away(general, alice, "two days ago", ago=timedelta(hours=48))
+        recent = said_while_away(general, alice, "an hour ago", ago=timedelta(hours=1))
+        await catch_up(bot)
+        assert set(await stored(engine)) == {recent}
+    finally:
+        await bot.catch_up.cancel()
+        await dpytest.empty_queue()
+        await memory.close()
 
 
 async def test_no_catch_up_when_it_is_turned_off(engine, settings, monkeypatch):

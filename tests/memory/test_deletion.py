@@ -16,6 +16,7 @@ from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from bot.memory.summaries.rollups import periods
 from db.deletion import remaining
+from db.ingest_rows import DeadLetter as Refused
 from db.messages import batch_writer_for
 from db.models import ChatMessage, DailySummary, DeadLetter, HistoricalSummary, Rollup, UserFacts, UserOptOut
 from fakes.models import model_stack
@@ -109,7 +110,9 @@ async def test_opt_out_stops_storage_and_can_delete(memory):
     assert await count(memory, ChatMessage, guild_id=GUILD, user_id=ALICE) == 0
     assert await count(memory, UserOptOut, guild_id=GUILD, user_id=ALICE) == 1
     await memory.admin.opt_in(GUILD, ALICE)
-    assert await memory.intake.message(message("back again", author=ALICE, name="alice"))
+    back = NOW + timedelta(minutes=1)  # said after opting in (what she said before stays forgotten)
+    assert await memory.intake.message(message("back again", author=ALICE, name="alice", at=back))
+    assert not await memory.intake.message(message("said earlier", author=ALICE, name="alice", at=NOW))
 
 
 async def test_purge_channel_before_and_guild(memory):
@@ -127,6 +130,14 @@ async def test_purge_channel_before_and_guild(memory):
 
 
 async def test_retention_deletes_only_what_is_older(engine, settings):
+    keep_all = MemoryManager(engine, settings, llm=model_stack(), clock=FakeClock(NOW))  # RETENTION_DAYS=0
+    await keep_all.start()
+    for back in range(5):
+        await keep_all.intake.message(message(f"day {back}", at=NOW - timedelta(days=back, hours=1)))
+    await keep_all.intake.message(message("other guild, old", guild=OTHER_GUILD, at=NOW - timedelta(days=30)))
+    await keep_all.flush()
+    assert await keep_all.admin.apply_retention() == {}
+    await keep_all.close()
     memory = MemoryManager(
         engine,
         settings.model_copy(update={"retention_days": 2}),
@@ -134,16 +145,10 @@ async def test_retention_deletes_only_what_is_older(engine, settings):
         clock=FakeClock(NOW),
     )
     await memory.start()
-    for back in range(5):
-        await memory.intake.message(message(f"day {back}", at=NOW - timedelta(days=back, hours=1)))
-    await memory.intake.message(message("other guild, old", guild=OTHER_GUILD, at=NOW - timedelta(days=30)))
-    await memory.flush()
     deleted = await memory.admin.apply_retention()
     assert deleted["chat_history"] == 4  # days 2, 3, 4 here and the old one in the other guild
     assert await count(memory, ChatMessage) == 2
     await memory.close()
-    keep_all = MemoryManager(engine, settings, clock=FakeClock(NOW))
-    assert await keep_all.admin.apply_retention() == {}
 
 
 @pytest.mark.parametrize(
@@ -216,13 +221,18 @@ async def dead_letter_texts(memory) -> list[str]:
 
 async def test_dead_letters_are_dated_by_their_message_and_go_with_its_period(plain):
     """A record refused for its reply id (2^63) is dated when it was said: retention and purges of then take it."""
+    refused = []
     for days, author in ((30, ALICE), (1.5, BOB), (0, ALICE)):
         said = message(f"refused from {days} days ago", author=author, at=NOW - timedelta(days=days, hours=1))
-        await plain.intake.message(dataclasses.replace(said, reply_to_id=2**63))
+        refused.append(dataclasses.replace(said, reply_to_id=2**63))
+        await plain.intake.message(refused[-1])
     # No guild's purge finds a record of no possible guild; retention does.
     nowhere = message("refused, of no guild", guild=2**63, at=NOW - timedelta(days=30))
     await plain.intake.message(nowhere)
     await plain.flush()
+    assert len(await dead_letter_texts(plain)) == 2  # retention (2 days) keeps nothing older, not even refused
+    # As a process that kept everything (RETENTION_DAYS=0) stored them.
+    await stored_as_older_versions_did(plain, Refused(refused[0], "reply id"), Refused(nowhere, "guild id"))
     assert len(await dead_letter_texts(plain)) == 4
     assert (await plain.admin.apply_retention())["dead_letters"] == 2  # older than 2 days, no message stored then
     assert await dead_letter_texts(plain) == ["refused from 0 days ago", "refused from 1.5 days ago"]

@@ -4,9 +4,9 @@ bot's own replies, members' names and channels' privacy. Nothing here waits on t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import fields
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -54,8 +54,10 @@ class Intake:
         sessions: async_sessionmaker[AsyncSession] | None = None,
         scheduler: SummaryScheduler | None = None,
         embedding: EmbeddingWorker | None = None,
+        kept_from: Callable[[], datetime | None] | None = None,
     ) -> None:
         self._queue = queue
+        self._kept_from = kept_from or (lambda: None)  # where retention begins (None: everything is kept)
         self._sessions = sessions
         self._choices = choices
         self._names = names
@@ -69,7 +71,8 @@ class Intake:
         self.channel = channels.observe
 
     async def message(self, message: IncomingMessage, *, wait: bool = False, embed_now: bool = True) -> bool:
-        """Queue a guild message for storage; False when its author opted out (nothing is kept).
+        """Queue a guild message for storage; False when nothing is kept: its author opted out (or was when they
+        said it, or was forgotten since), or retention keeps nothing that old.
 
         Never waits for storage: a full queue overflows to disk. `wait=True` (the importer, benchmarks) waits
         for room instead, so a bulk load does not outrun the database. `embed_now=False` (an import) leaves the
@@ -83,6 +86,9 @@ class Intake:
         except RefusedRecordError as exc:
             await self._queue.put(DeadLetter(message, str(exc)), wait=wait)  # counted and logged once by the queue
             return True
+        if self._choices.withheld(message) or self.expired(message.created_at):
+            return False
+        message = self._choices.unmentioned(message)  # a member forgotten since is no longer named in it
         self._names.note(message.guild_id, message.author_id, message.author_name, message.author_username)
         if self._scheduler is not None:
             self._scheduler.note_guild(message.guild_id)
@@ -95,6 +101,11 @@ class Intake:
                 message.message_id, message.guild_id, message.content, message.author_id, message.created_at
             )
         return True
+
+    def expired(self, said_at: datetime) -> bool:
+        """Whether retention (RETENTION_DAYS) keeps nothing said at `said_at`."""
+        kept_from = self._kept_from()
+        return kept_from is not None and (said_at if said_at.tzinfo else said_at.replace(tzinfo=UTC)) < kept_from
 
     async def edit(self, message_id: int, content: str, edited_at: datetime) -> None:
         """Queue new text for a stored message (what was built from the old text follows once it is stored)."""

@@ -23,7 +23,7 @@ from bot.memory.intake.counts import IngestStats
 from bot.memory.intake.spill import Mark, Overflow, database_identity
 from bot.memory.types import IngestOp
 from db.ingest_rows import DeadLetter, Touched
-from db.messages import batch_writer_for
+from db.messages import KeptFrom, batch_writer_for
 
 log = logging.getLogger(__name__)
 FLUSH_YIELD_SECONDS = 0.25  # the longest a batch the flush window let go waits for replies under way
@@ -50,6 +50,7 @@ class WriteBehindQueue:
         before_write: Callable[[], Awaitable[None]] | None = None,
         yield_to: Callable[[float], Awaitable[object]] | None = None,
         fault: Fault | None = None,
+        kept_from: KeptFrom | None = None,
     ) -> None:
         self._yield_to = yield_to  # returns once no reply is under way, or after the seconds given
         self._batch_rows = batch_rows
@@ -77,7 +78,7 @@ class WriteBehindQueue:
         fault = fault or Fault("storage")
         fault.holds("operations held", lambda: self.pending)
         self.committer = BatchCommitter(
-            batch_writer_for(engine),
+            batch_writer_for(engine, kept_from=kept_from),  # retention holds for every way in, spill replay too
             self.stats,
             self._give_up,
             before_write=before_write,

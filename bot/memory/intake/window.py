@@ -16,7 +16,7 @@ from cachetools import LRUCache
 from bot.llm.prompts import ChatLine
 from bot.llm.tokens import estimate_tokens
 from bot.memory.types import IncomingMessage
-from db.deletion import FORMER
+from db.mentions import unmentioned
 
 KEEP_PER_CHANNEL = 60
 MIN_MESSAGES = 6  # the last three exchanges (a message and its answer each) always fit
@@ -88,7 +88,7 @@ class ChannelWindow:
         marks = (f"<@{user_id}>", f"<@!{user_id}>")
         for key, window in list(self._channels.items()):
             if key[0] == guild_id and any(user_id in m.mentioned_user_ids or marks[0] in m.content for m in window):
-                self._channels[key] = deque((_unmentioned(m, user_id, marks) for m in window), maxlen=KEEP_PER_CHANNEL)
+                self._channels[key] = deque((_unmentioned(m, user_id) for m in window), maxlen=KEEP_PER_CHANNEL)
 
     def recent(
         self, guild_id: int, channel_id: int, *, budget_tokens: int, before: int | None = None
@@ -108,12 +108,8 @@ class ChannelWindow:
         return [ChatLine(m.created_at, m.author_id, m.author_name, m.content) for m in reversed(kept)]
 
 
-def _unmentioned(message: IncomingMessage, user_id: int, marks: tuple[str, str]) -> IncomingMessage:
-    content = message.content
-    for mark in marks:
-        content = content.replace(mark, FORMER)
-    mentioned = tuple(u for u in message.mentioned_user_ids if u != user_id)
-    return replace(message, content=content, mentioned_user_ids=mentioned)
+def _unmentioned(message: IncomingMessage, user_id: int) -> IncomingMessage:
+    return unmentioned(message, lambda mentioned: mentioned == user_id)
 
 
 def _with_content(message: IncomingMessage, content: str) -> IncomingMessage:

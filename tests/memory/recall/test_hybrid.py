@@ -316,6 +316,22 @@ async def test_messages_stored_unnoticed_are_found_by_the_next_look(build, stub,
     assert await embedded(unnoticed)
 
 
+async def test_an_edit_takes_its_old_vector_out_of_the_loaded_index(build):
+    """Not only the SQL row (tests/memory/test_changes.py): the index in memory no longer finds the old meaning."""
+    memory = await build()
+    await fill(memory)
+    assert memory.embedding is not None and memory.vectors is not None
+    await memory.embedding.close()  # nothing embeds the new words meanwhile (their vector would replace the old)
+    async with memory.sessions() as session:
+        finals = await session.scalar(select(ChatMessage.message_id).where(ChatMessage.message_text.contains("finals")))
+    exam = _unit([concept_vector("exam")])[0]
+    assert dict(await memory.vectors.search(GUILD, exam, 10)).get(finals) == pytest.approx(1.0, abs=0.02)
+    await memory.intake.edit(finals, "the kitten sleeps on the lease", T0)
+    await memory.flush()
+    assert memory.vectors.loaded(GUILD)  # the same index, not one rebuilt from SQL
+    assert finals not in dict(await memory.vectors.search(GUILD, exam, 10))
+
+
 def _unit(rows: list[list[float]]) -> np.ndarray:
     array = np.array(rows, dtype=np.float32)
     return array / np.linalg.norm(array, axis=1, keepdims=True)
