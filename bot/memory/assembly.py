@@ -1,17 +1,18 @@
 """What a reply receives from memory, assembled in this one place: replies, `python -m bot recall`, `python -m bot
 prompt` and every benchmark read it here, so what one prints is what another sends.
 
-The parts, in order: what memory holds about the author (their merged context: facts, today, the last week,
-earlier), the facts of every member the message mentions, and the recall for the message (snippets of what was
-said around the best hits, then summaries in what they leave), packed to the recall budget. Recall runs beside the
-context build and is bounded by MEMORY_WAIT_SECONDS: a reply goes on without what is not ready, as it goes on
-without a context that is not ready.
+The parts, in order: what memory holds about the author (their facts; their merged context — facts, today, the
+last week, earlier — when the message is about them), the facts of every member the message mentions, and the
+recall for the message (snippets of what was said around the best hits, then summaries in what they leave), packed
+to the recall budget. Recall runs beside the context build and is bounded by MEMORY_WAIT_SECONDS: a reply goes on
+without what is not ready, as it goes on without a context that is not ready.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -65,7 +66,12 @@ async def assemble(
     parts, members = [], {asked.author_id}
     recalling = asyncio.ensure_future(_within(recollect(asked, found), wait_seconds, asked.guild_id))
     try:
-        mine = await context(asked.guild_id, asked.author_id)
+        # The author's days (today, the last week, earlier) only when the message is about them: elsewhere they
+        # carried an answer almost never and took ~800 of ~2,900 tokens; their facts are always there.
+        if await about_author(asked, name_of):
+            mine = await context(asked.guild_id, asked.author_id)
+        else:
+            mine = await facts_of(asked.guild_id, asked.author_id)
     except BaseException:
         recalling.cancel()
         if found is not None:
@@ -87,6 +93,17 @@ async def assemble(
         members |= {int(m) for t in turns for m in MENTION.findall(t.text)}
         quoted |= {t.message_id for t in turns}
     return Remembered("\n".join(parts) or None, recalled, frozenset(members), frozenset(quoted))
+
+
+FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|i'm|im|i've|i'd|i'll)\b", re.IGNORECASE)
+
+
+async def about_author(asked: Asked, name_of: NameOf) -> bool:
+    """Whether a message is about its author: in the first person, or naming or mentioning them."""
+    if FIRST_PERSON.search(asked.text) or asked.author_id in mentioned(asked):
+        return True
+    name = (await name_of(asked.guild_id, asked.author_id)).casefold()
+    return bool(name) and re.search(rf"\b{re.escape(name)}\b", asked.text.casefold()) is not None
 
 
 def mentioned(asked: Asked) -> set[int]:

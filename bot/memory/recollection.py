@@ -99,7 +99,7 @@ class Recollection:
         return await assemble(
             asked,
             context=self.context,
-            facts_of=self._facts.get,
+            facts_of=self._facts.cached,
             name_of=self._names.name,
             recollect=recollect,
             wait_seconds=self._wait_seconds(),

@@ -306,3 +306,40 @@ async def _with_bobs_lease(memory, router) -> Responder:
 
 async def _said(known: str | None) -> str:
     return known or ""
+
+
+async def test_the_authors_days_come_only_when_the_message_is_about_them(engine, settings):
+    """Their facts always; the rest of their context (today, the last week) only when the message is about them: in
+    the first person, or naming them. Elsewhere it carried an answer almost never and took most of the prompt."""
+    from datetime import timedelta
+
+    from bot.memory.clock import FakeClock
+    from fakes.models import model_stack
+    from tests.factories import T0
+
+    received: list[str | None] = []
+
+    async def chat(request, known):
+        received.append(known)
+        return "ok"
+
+    patient = settings.model_copy(update={"memory_wait_seconds": 60})  # what is built, not the latency guard
+    memory = MemoryManager(engine, patient, llm=model_stack(), clock=FakeClock(T0))
+    await memory.start()
+    try:
+        await memory.facts.remember(GUILD, ALICE, "Ana likes tea", requested_by=ALICE)
+        earlier = T0 - timedelta(hours=2)  # today's summary holds the hours already over
+        await memory.intake.message(message("the pottery class was great today", author=ALICE, name="Ana", at=earlier))
+        await memory.flush()
+        r = Responder(
+            memory.facts, memory.recollection, memory.directory, router=None, chatter=chat, policy="anyone",
+            recall_chatter=chat,
+        )  # fmt: skip
+        for text in ("how are you?", "how was my day?", "what did Ana do today?"):
+            await r.respond(ask(text, channel_id=CHANNEL))
+    finally:
+        await memory.close()
+    general, mine, named = received
+    assert general == "Ana likes tea."
+    assert mine is not None and "Ana likes tea." in mine and "pottery" in mine
+    assert named is not None and "pottery" in named
