@@ -32,13 +32,15 @@ def is_busy(exc: BaseException) -> bool:
     return False
 
 
-async def retry_busy(work: Callable[[], Awaitable[T]], *, attempts: int = ATTEMPTS) -> T:
+async def retry_busy(work: Callable[[], Awaitable[T]], *, attempts: int | None = None) -> T:
     """Run `work` (one whole transaction), again while the database answers busy, at most `attempts` times; the
-    last busy error is raised as it was (a storage fault to the caller). Anything else is raised at once."""
+    last busy error is raised as it was (a storage fault to the caller). Anything else is raised at once.
+
+    `attempts` defaults to ATTEMPTS, read at the call."""
     retrying = AsyncRetrying(
         retry=retry_if_exception(is_busy),
         wait=wait_exponential_jitter(initial=0.05, max=2.0),
-        stop=stop_after_attempt(attempts),
+        stop=stop_after_attempt(attempts or ATTEMPTS),
         reraise=True,
     )
     async for attempt in retrying:
