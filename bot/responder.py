@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from bot import past_questions
 from bot.conversation import Decision, Request, Route, asks, fast_route, third_person
-from bot.lifecycle import keep, set_or_done
+from bot.lifecycle import abandon, set_or_done
 from bot.llm.budget import Section, assemble
 from bot.memory.manager import MemoryManager
 from bot.memory.recall import Found, Recalled
@@ -134,20 +134,22 @@ class Responder:
         recalling_task = asyncio.ensure_future(self._recall_within(request, found))
         try:
             mine = await self._recollection.context(request.guild_id, request.author_id)
+            if mine:
+                parts.append(mine)
+            mentioned = {int(m) for m in MENTION.findall(request.text)} | set(request.mentioned_user_ids)
+            for user_id in sorted(mentioned - {request.author_id}):
+                if facts := await self._facts.get(request.guild_id, user_id):
+                    name = await self._directory.name(request.guild_id, user_id)
+                    parts.append(f"About {name}: {facts}")
+                    members.add(user_id)
+            recalled = await recalling_task
         except BaseException:
-            recalling_task.cancel()  # which may not have begun to await `found` yet: stop that too
+            # Storage away under the context or a member's facts: the recall beside them (and the search it may not
+            # have begun to await yet) is stopped, and what it met is read, not left for asyncio to report.
+            abandon(recalling_task, name="recall of a reply that failed")
             if found is not None:
                 _drop(found)
             raise
-        if mine:
-            parts.append(mine)
-        mentioned = {int(m) for m in MENTION.findall(request.text)} | set(request.mentioned_user_ids)
-        for user_id in sorted(mentioned - {request.author_id}):
-            if facts := await self._facts.get(request.guild_id, user_id):
-                name = await self._directory.name(request.guild_id, user_id)
-                parts.append(f"About {name}: {facts}")
-                members.add(user_id)
-        recalled = await recalling_task
         quoted: set[int] = set()
         if recalled.text:
             parts.append(f"Recalled conversation:\n{recalled.text}")
@@ -273,5 +275,4 @@ HAND_OFF_SECONDS = 0.005
 
 def _drop(found: asyncio.Future[Found]) -> None:
     """A search begun for a route the message did not take: stop it (an error it met is logged, not lost)."""
-    found.cancel()
-    keep(found, name="unneeded recall search")
+    abandon(found, name="unneeded recall search")
