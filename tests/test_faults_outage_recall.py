@@ -19,8 +19,11 @@ import discord.ext.test as dpytest
 from bot.reply_deadline import AWAY
 from tests.discord.test_listener_deadline import next_message
 from tests.private_postgres import PrivateServer
-from tests.test_faults_outage import HANDFUL, NOISY, bot, outage  # noqa: F401 - `bot`: the fixture
+from tests import test_faults_outage
+from tests.test_faults_outage import HANDFUL, NOISY, outage
 from tests.unretrieved import NEVER_RETRIEVED
+
+bot = test_faults_outage.bot  # the fixture: the bot on dpytest and a private PostgreSQL server
 
 OUTAGE_SECONDS = 5.0
 QUESTION = "what did bob say about the rain in Porto?"
