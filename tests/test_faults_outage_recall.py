@@ -17,9 +17,9 @@ import logging
 import discord.ext.test as dpytest
 
 from bot.reply_deadline import AWAY
+from tests import test_faults_outage
 from tests.discord.test_listener_deadline import next_message
 from tests.private_postgres import PrivateServer
-from tests import test_faults_outage
 from tests.test_faults_outage import HANDFUL, NOISY, outage
 from tests.unretrieved import NEVER_RETRIEVED
 
