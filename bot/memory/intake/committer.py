@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -24,6 +25,19 @@ T = TypeVar("T")
 STUCK_SECONDS = 10.0  # a write waiting this long (a table lock, a hung connection) is a storage fault too
 SOURCE = "ingest"
 Batch = list[IngestOp | DeadLetter]
+
+
+_BACKOFF = wait_exponential_jitter(initial=0.05, max=5.0)
+
+
+def _busy_wait() -> float:
+    """How long to wait before writing a batch again that met a busy database: a moment, jittered."""
+    return random.uniform(0.02, 0.2)
+
+
+def _busy(state: RetryCallState) -> bool:
+    exc = state.outcome.exception() if state.outcome else None
+    return exc is not None and is_busy(exc)
 
 
 class HookRefusedError(RuntimeError):
@@ -66,7 +80,8 @@ class BatchCommitter:
             # A cancellation is never retried (tenacity would swallow it and the stop would wait forever); a refused
             # row is isolated below.
             retry=retry_if_exception(lambda exc: isinstance(exc, Exception) and not is_refusal(exc)),
-            wait=wait_exponential_jitter(initial=0.05, max=5.0),
+            # Storage away: back off up to 5 s. Busy: at once (with jitter), the lock timeout has spaced it already.
+            wait=lambda state: _busy_wait() if _busy(state) else _BACKOFF(state),
             stop=lambda state: self._give_up.is_set(),
             sleep=self._pause,
             before_sleep=self._report,
