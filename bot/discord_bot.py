@@ -67,7 +67,13 @@ class _Elefant:
         bot: Any = self
         listener = Listener(bot, self.memory.intake, self.memory.recollection)
         await bot.add_cog(listener)
-        self.catch_up = CatchUp(bot, listener.store_fetched, self.memory.intake, hours=self.settings.catchup_hours)
+        self.catch_up = CatchUp(
+            bot,
+            listener.store_fetched,
+            self.memory.intake,
+            hours=self.settings.catchup_hours,
+            verify_hours=self.settings.catchup_verify_hours,
+        )
         await bot.add_cog(MemoryCommands(bot))
         await bot.add_cog(AdminCommands(bot))
         self.tree.on_error = on_app_command_error  # type: ignore[method-assign]

@@ -112,6 +112,14 @@ def spawn(coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
     return task
 
 
+def abandon(future: asyncio.Future[Any], *, name: str) -> None:
+    """Work no longer wanted (its caller failed, or took another way): cancel it, and let what it raised be read and
+    logged like background work's (storage trouble at DEBUG: the storage fault says it once), never left for
+    asyncio to report with its whole traceback as an exception nobody retrieved."""
+    future.cancel()
+    keep(future, name=name)
+
+
 def keep(future: asyncio.Future[Any], *, name: str) -> asyncio.Future[Any]:
     """Let work already running go on in the background: referenced until done, its failure logged."""
     _background[future] = name

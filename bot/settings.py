@@ -97,6 +97,9 @@ class Settings(BaseSettings):
     ingest_queue_max: int = Field(default=20000, ge=1, le=10_000_000)
     ingest_shutdown_seconds: float = Field(default=5.0, ge=0, le=3600)
     catchup_hours: float = Field(default=24.0, ge=0, le=24 * 30)
+    # How far before each channel's newest stored message catch-up reads again, to see edits and deletions made
+    # while the bot was away (bot/catchup.py; each 100 messages in it cost one more history request a channel).
+    catchup_verify_hours: float = Field(default=6.0, ge=0, le=24 * 30)
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     # /healthz and /metrics (Prometheus) for the bot and the console; None: off. 0 picks a free port (logged).

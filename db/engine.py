@@ -11,6 +11,12 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
+# PostgreSQL: how long a statement waits for a lock held elsewhere before it fails with SQLSTATE 55P03 (a busy
+# database: the transaction is retried, db/busy.py), and how long a session may sit inside a transaction without
+# a statement before the server ends it. A process frozen mid-transaction (SIGSTOP, a debugger, a VM paused) then
+# delays the others' writes by seconds, not for as long as it stays frozen: its locks go with its session. Nothing
+# of Elefant holds a transaction open across a model call or any other wait (db/migrate.py waits on purpose).
+PG_SERVER_SETTINGS = {"lock_timeout": "2s", "idle_in_transaction_session_timeout": "10s"}
 
 
 def tune_sqlite(dbapi_connection: Any, _record: object) -> None:
@@ -62,7 +68,9 @@ def create_engine(database_url: str, **kwargs: Any) -> AsyncEngine:
         event.listen(engine.sync_engine, "connect", tune_sqlite)
         return engine
     kwargs.setdefault("pool_pre_ping", True)
-    return create_async_engine(url, **kwargs)
+    connect_args = dict(kwargs.pop("connect_args", {}))
+    connect_args["server_settings"] = {**PG_SERVER_SETTINGS, **connect_args.get("server_settings", {})}
+    return create_async_engine(url, connect_args=connect_args, **kwargs)
 
 
 def create_session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

@@ -71,6 +71,7 @@ INDEX_ADDED = (
     "SELECT message_id, 'g' || guild_id || ' u' || user_id, message_text FROM chat_history "
     f"WHERE rowid > ? AND kind = {int(Kind.SPEECH)}"
 )
+GUILDS_OF = "SELECT DISTINCT guild_id FROM chat_history WHERE message_id = any($1::bigint[])"  # PostgreSQL
 KNOWN = "SELECT count(*) FROM chat_history WHERE message_id = any($1::bigint[])"
 # The upsert in two statements, for SQLite's batches: an INSERT that may update runs the update triggers'
 # machinery for every row (measured: a fifth of the insert's time), so new rows are only inserted and the

@@ -96,6 +96,8 @@ async def analyze(engine: AsyncEngine, tables: Iterable[str]) -> None:
             for table in names:
                 await connection.execute(text(f"ANALYZE {table}"))
         else:
+            # It waits only for another ANALYZE of these tables (never for writers): as long as that one takes.
+            await connection.execute(text("SET LOCAL lock_timeout = 0"))
             await connection.execute(text(f"ANALYZE {', '.join(names)}"))
             await _clear_emptied(connection, names)
         await connection.commit()

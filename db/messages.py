@@ -13,7 +13,6 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from itertools import groupby
 from typing import Any
 
 from sqlalchemy.engine import Dialect
@@ -38,6 +37,7 @@ from db.ingest_statements import (
     DELETE_MESSAGE,
     EDIT_MESSAGE,
     END_DEFER,
+    GUILDS_OF,
     INDEX_ADDED,
     INSERT_NEW,
     KIND_MESSAGE,
@@ -98,29 +98,39 @@ class BatchWriter:
         return TOUCHED.format(marks=", ".join(f"${i}" for i in range(1, count + 1)))
 
     def prepare(self, ops: Sequence[IngestOp | DeadLetter]) -> list[Statement]:
-        """Statements for `ops` in arrival order; consecutive operations of one kind share one statement."""
-        statements: list[Statement] = []
+        """Statements for `ops`: one per kind of operation, the kinds in one order and each statement's rows in key
+        order, the same in every process. Two processes' batches then take their row locks in one order and cannot
+        deadlock: statements in arrival order took them in whatever order messages, vectors and names happened to
+        interleave (a batch upserted a name, then another's; a second batch the same two the other way round).
+
+        The order changes no outcome: a message deleted anywhere in the batch is not written at all
+        (tombstones.sift), a newer edit wins whichever comes first, a vector is stored only while its message holds
+        the text it was computed from, and one message's operations of a kind keep their order (a stable sort).
+        """
+        by_kind: dict[type, list[Any]] = {}
+        for op in ops:
+            by_kind.setdefault(type(op), []).append(op)
         t = self._time
-        for kind, group in groupby(ops, key=type):
-            items: list[Any] = list(group)
-            if kind is IncomingMessage:
-                statements.extend(self._messages(items))
-            elif kind is MessageEdit:
-                statements.append((self._edit, [(e.content, t(e.edited_at), e.message_id) for e in items]))
-            elif kind is MessageDelete:
-                ids = sorted({mid for d in items for mid in d.message_ids})  # one row order everywhere: no deadlock
-                statements.append((self._delete, [(mid,) for mid in ids]))
-                statements.append((self._bury, [(mid, t(datetime.now(UTC))) for mid in ids]))
-            elif kind is MessageKind:
-                statements.append((self._kind, [(int(k.kind), k.message_id) for k in items]))
-            elif kind is MessageVector:
-                statements.append(
-                    (self._vector, [(v.message_id, v.guild_id, v.model, v.vector, v.scale, v.text) for v in items])
-                )
-            elif kind is ReplySource:
-                statements.append((self._source, [(r.reply_id, r.guild_id, r.user_id, r.message_id) for r in items]))
-            else:
-                statements.append((self._dead, [self._dead_row(d) for d in items]))
+        statements: list[Statement] = []
+        if messages := by_kind.get(IncomingMessage):
+            statements.extend(self._messages(messages))
+        if edits := _by_message(by_kind.get(MessageEdit)):
+            statements.append((self._edit, [(e.content, t(e.edited_at), e.message_id) for e in edits]))
+        if kinds := _by_message(by_kind.get(MessageKind)):
+            statements.append((self._kind, [(int(k.kind), k.message_id) for k in kinds]))
+        if deletes := by_kind.get(MessageDelete):
+            ids = sorted({mid for d in deletes for mid in d.message_ids})
+            statements.append((self._delete, [(mid,) for mid in ids]))
+            statements.append((self._bury, [(mid, t(datetime.now(UTC))) for mid in ids]))
+        if vectors := _by_message(by_kind.get(MessageVector)):
+            statements.append(
+                (self._vector, [(v.message_id, v.guild_id, v.model, v.vector, v.scale, v.text) for v in vectors])
+            )
+        if sources := by_kind.get(ReplySource):
+            ordered = sorted(sources, key=lambda r: r.reply_id)
+            statements.append((self._source, [(r.reply_id, r.guild_id, r.user_id, r.message_id) for r in ordered]))
+        if dead := by_kind.get(DeadLetter):
+            statements.append((self._dead, [self._dead_row(d) for d in dead]))
         return statements
 
     def _dead_row(self, dead: DeadLetter) -> tuple[Any, ...]:
@@ -319,15 +329,24 @@ class PostgresBatchWriter(BatchWriter):
         return Written(touched, new, known)
 
     async def _sifted(self, raw: Any, ops: Sequence[IngestOp | DeadLetter]) -> Sequence[IngestOp | DeadLetter]:
-        """`ops` without what the tombstones bury, read under locks that order this batch with every deletion."""
+        """`ops` without what the tombstones bury, read under locks that order this batch with every deletion.
+
+        Every guild whose rows the batch writes is locked shared (vectors' and the stored rows edits, deletes and
+        re-kindings change included): a deletion holds its guild's lock alone, so it never meets a batch halfway
+        through the same rows (a forget-me deadlocked against vector batches that took no lock).
+        """
         guilds, ids = tombstones.asked(ops)
         where = self.places_lookup(ops)
         places = list(await raw.fetch(where[0], *where[1])) if where else []
         guilds = sorted({*guilds, *(g for _, g in places)})
         lookups = self.graves_lookups(guilds, ids)
         deletes = any(isinstance(op, MessageDelete) for op in ops)
-        if lookups or deletes:
-            for function, (key, value) in tombstones.writer_locks(guilds, deletes=deletes):
+        locked = set(guilds) | {op.guild_id for op in ops if isinstance(op, MessageVector)}
+        changed = [i for op in ops if isinstance(op, MessageEdit | MessageKind | MessageDelete) for i in _ids(op)]
+        if changed:
+            locked |= {g for (g,) in await raw.fetch(GUILDS_OF, changed)}
+        if locked or deletes:
+            for function, (key, value) in tombstones.writer_locks(sorted(locked), deletes=deletes):
                 await raw.execute(f"SELECT {function}($1, $2)", key, value)
         found = [await raw.fetch(sql, *params) for sql, params in lookups]
         return self.sifted(ops, found, places)
@@ -342,3 +361,12 @@ def batch_writer_for(engine: AsyncEngine, *, kept_from: KeptFrom | None = None) 
 
 def _keep_everything() -> None:
     return None
+
+
+def _ids(op: MessageEdit | MessageKind | MessageDelete) -> tuple[int, ...]:
+    return op.message_ids if isinstance(op, MessageDelete) else (op.message_id,)
+
+
+def _by_message(ops: list[Any] | None) -> list[Any]:
+    """Operations in message id order; one message's keep the order they came in."""
+    return sorted(ops or [], key=lambda op: op.message_id)

@@ -26,7 +26,9 @@ def alembic_config() -> Config:
 
 def _upgrade(connection: Connection, revision: str) -> None:
     if connection.dialect.name == "postgresql":
-        # Several bot processes may start at once against one database: migrate one at a time.
+        # Several bot processes may start at once against one database: migrate one at a time, waiting as long as
+        # the one migrating takes (and its DDL for the locks other processes hold), not db/engine.py's lock_timeout.
+        connection.execute(text("SET LOCAL lock_timeout = 0"))
         connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
     config = alembic_config()
     config.attributes["connection"] = connection

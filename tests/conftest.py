@@ -26,7 +26,10 @@ from fakes.model_doubles import scripted_model
 from fakes.models import model_stack
 from fakes.openai_stub import OpenAIStub
 
-pytest_plugins = ["tests.private_postgres"]  # `private_postgres`: a server of a test's own, to restart
+pytest_plugins = [
+    "tests.private_postgres",  # `private_postgres`: a server of a test's own, to restart
+    "tests.unretrieved",  # asyncio's "exception was never retrieved" fails the test
+]
 PG_BASE_URL = os.environ.get("TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
 SNOWFLAKE = 2**60  # real Discord IDs are this large; small test IDs would hide BigInteger mistakes
 SUITE_LIMIT_SECONDS = int(os.environ.get("ELEFANT_SUITE_LIMIT_SECONDS", "3600"))

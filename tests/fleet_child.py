@@ -26,7 +26,6 @@ from discord.ext.test.websocket import FakeWebSocket
 
 from bot.cli import main
 from bot.discord_bot import ElefantBot
-from tests.discord.gateway import discord_logs_from
 
 LOG = Path(os.environ["FLEET_DISCORD_LOG"])
 BASE = int(os.environ["FLEET_ID_BASE"])
@@ -69,11 +68,33 @@ def seed() -> int:
     return len(lines)
 
 
-async def live_history(self: Any, channel_id: int, limit: int, **kwargs: Any) -> list[dict[str, Any]]:
-    """Discord's history is one for every process: read it from the shared file each time (a process's own
-    dpytest knows only what it delivered since it started)."""
-    seed()
-    return await discord_logs_from(self, channel_id, limit, **kwargs)
+_history: dict[int, list[dict[str, Any]]] = {}  # what "Discord" has, by channel, as far as the file was read
+_read_to = [0]
+
+
+def _read_on() -> None:
+    """Read what was appended to the shared file since the last time (whole lines only)."""
+    if not LOG.exists():
+        return
+    with LOG.open("rb") as log:
+        log.seek(_read_to[0])
+        tail = log.read()
+    complete = tail[: tail.rfind(b"\n") + 1]
+    _read_to[0] += len(complete)
+    for line in complete.splitlines():
+        data = json.loads(line)
+        _history.setdefault(int(data["channel_id"]), []).append(data)
+
+
+async def live_history(
+    self: Any, channel_id: int, limit: int, before: int | None = None, after: int | None = None, around: Any = None
+) -> list[dict[str, Any]]:
+    """Discord's history is one for every process: read on in the shared file at each page (a process's own dpytest
+    knows only what it delivered since it started); answered as tests/discord/gateway.py `discord_logs_from` does."""
+    _read_on()
+    messages = sorted(_history.get(channel_id, []), key=lambda m: int(m["id"]))
+    later = [m for m in messages if after is None or int(m["id"]) > after][:limit]
+    return list(reversed(later))
 
 
 async def caught_up(bot: ElefantBot) -> None:

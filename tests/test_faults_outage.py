@@ -71,7 +71,8 @@ async def test_a_database_outage_during_a_burst_is_a_handful_of_lines_and_no_apo
     guild = dpytest.get_config().guilds[0]
     name = alice.display_name
     await bot.memory.facts.remember(guild.id, alice.id, f"{name} likes green tea", requested_by=alice.id)
-    await dpytest.message(f"<@{bot.user.id}> how are you today?", member=alice)  # her context is built: warm
+    # About her (first person): her context is read for it, so a reply meets the outage. Built here: warm.
+    await dpytest.message(f"<@{bot.user.id}> how am I doing today?", member=alice)
     await next_message()
     await bot.memory.flush()
 
@@ -84,7 +85,7 @@ async def test_a_database_outage_during_a_burst_is_a_handful_of_lines_and_no_apo
     for i in range(BURST):
         await dpytest.message(f"line {i}: the weather turned again", member=bob)
         if i % 25 == 10:
-            await dpytest.message(f"<@{bot.user.id}> how are you today?", member=alice)
+            await dpytest.message(f"<@{bot.user.id}> how am I doing today?", member=alice)
             replies.append((await next_message()).content)
         await asyncio.sleep(0.04)
     await down

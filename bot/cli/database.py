@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import click
@@ -88,7 +90,7 @@ async def _purge_question(
     """The confirmation question, with the rows the purge would delete counted; None when nothing matches."""
     from bot.memory.admin import rows_in_words
 
-    async with guild_app(command_settings(), guild_id) as app:
+    async with guild_app(command_settings(), guild_id) as app, _storage_sentence():
         counts = await app.memory.admin.purge(
             guild_id, user_id=user_id, channel_id=channel_id, before=before, preview=True
         )
@@ -104,6 +106,25 @@ async def _purge_question(
 async def _purge(*, guild_id: int, user_id: int | None, channel_id: int | None, before: datetime | None) -> None:
     from bot.memory.admin import rows_in_words
 
-    async with guild_app(command_settings(), guild_id) as app:
+    async with guild_app(command_settings(), guild_id) as app, _storage_sentence():
         counts = await app.memory.admin.purge(guild_id, user_id=user_id, channel_id=channel_id, before=before)
     click.echo(f"Deleted: {rows_in_words(counts)}.")
+
+
+@contextlib.asynccontextmanager
+async def _storage_sentence() -> AsyncIterator[None]:
+    """A database that stayed busy (after the deletion's own retries) or went away ends the command with one sentence
+    and exit code 1, never the driver's error: SQLAlchemy's text carries the statement's parameters (ids)."""
+    from bot.faults import describe, storage_trouble
+    from bot.start_up import fail
+
+    try:
+        yield
+    except Exception as exc:
+        if not storage_trouble(exc):
+            raise
+        fail(
+            f"Nothing was deleted: the database was busy or away ({describe(exc).split(':')[0]}); run the command "
+            "again in a moment.",
+            exc,
+        )

@@ -23,6 +23,7 @@ from bot.memory.intake.channels import ChannelScopes, Mode
 from bot.memory.names import NameDirectory
 from db import changes as change_log
 from db import deletion, maintenance, statistics, stats
+from db.busy import retry_busy
 
 log = logging.getLogger(__name__)
 Work = Callable[[AsyncSession], Awaitable[Counter[str]]]
@@ -191,23 +192,34 @@ class Admin:
 
     async def _rolled_back(self, guild_id: int, work: Work) -> Counter[str]:
         await self._flush()
-        async with self._sessions() as session:
-            transaction = await session.begin()
-            try:
-                await change_log.lock_guild(session, guild_id)
-                return await work(session)
-            finally:
-                await transaction.rollback()
+
+        async def once() -> Counter[str]:
+            async with self._sessions() as session:
+                transaction = await session.begin()
+                try:
+                    await change_log.lock_guild(session, guild_id)
+                    return await work(session)
+                finally:
+                    await transaction.rollback()
+
+        return await retry_busy(once)
 
     async def _delete(
         self, guild_id: int, user_id: int | None, work: Work, what: str, *, analyze: bool = True
     ) -> Counter[str]:
         await self._flush()  # what is still queued must not land after the deletion
-        async with self._sessions() as session, session.begin():
-            await change_log.lock_guild(session, guild_id)
-            counts = await work(session)
-            # Logged without the member: the log must not keep who was deleted (others drop the guild's caches).
-            await self._changes.record(session, guild_id, None, what)
+
+        async def once() -> Counter[str]:
+            async with self._sessions() as session, session.begin():
+                await change_log.lock_guild(session, guild_id)
+                counts = await work(session)
+                # Logged without the member: the log must not keep who was deleted (others drop the guild's caches).
+                await self._changes.record(session, guild_id, None, what)
+            return counts
+
+        # A deadlock with another process, or a lock wait that ran out behind one frozen mid-transaction: the
+        # whole deletion runs again (it is one transaction), a bounded number of times.
+        counts = await retry_busy(once)
         if analyze:  # before the scrub and the rewrite of the file, which then keep no page of the old samples
             await self._analyze()
         if what == "forget_member":  # intake now withholds what they said until now, by every way in

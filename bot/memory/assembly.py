@@ -16,6 +16,7 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from bot.lifecycle import abandon
 from bot.memory.recall import Found, Recalled
 from bot.text import MENTION
 
@@ -72,18 +73,20 @@ async def assemble(
             mine = await context(asked.guild_id, asked.author_id)
         else:
             mine = await facts_of(asked.guild_id, asked.author_id)
+        if mine:
+            parts.append(mine)
+        for user_id in sorted(mentioned(asked) - {asked.author_id}):
+            if about := await facts_of(asked.guild_id, user_id):
+                parts.append(f"About {await name_of(asked.guild_id, user_id)}: {about}")
+                members.add(user_id)
+        recalled = await recalling
     except BaseException:
-        recalling.cancel()
+        # Storage away under the context or a member's facts: the recall beside them (and the search it may not have
+        # begun to await yet) is stopped, and what it met is read, not left for asyncio to report.
+        abandon(recalling, name="recall of a reply that failed")
         if found is not None:
-            found.cancel()
+            abandon(found, name="recall search of a reply that failed")
         raise
-    if mine:
-        parts.append(mine)
-    for user_id in sorted(mentioned(asked) - {asked.author_id}):
-        if about := await facts_of(asked.guild_id, user_id):
-            parts.append(f"About {await name_of(asked.guild_id, user_id)}: {about}")
-            members.add(user_id)
-    recalled = await recalling
     quoted: set[int] = set()
     if recalled.text:
         parts.append(f"{RECALLED}\n{recalled.text}")

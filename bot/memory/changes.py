@@ -11,6 +11,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -23,6 +24,7 @@ from bot.memory.intake.channels import ChannelScopes
 from bot.memory.intake.window import ChannelWindow
 from db import changes, deletion, maintenance
 from db import vectors as vector_rows
+from db.busy import retry_busy
 from db.changes import Change
 from db.ingest_rows import Touched
 
@@ -102,8 +104,12 @@ class Changes:
 
     async def changed(self, guild_id: int, user_id: int | None, what: str) -> None:
         """Log a change for other processes and drop what this one cached."""
-        async with self._sessions() as session, session.begin():
-            await self.record(session, guild_id, user_id, what)
+
+        async def log_it() -> None:
+            async with self._sessions() as session, session.begin():
+                await self.record(session, guild_id, user_id, what)
+
+        await retry_busy(log_it)
         self.invalidate(guild_id, user_id, what)
 
     def invalidate(self, guild_id: int, user_id: int | None, what: str, *, messages_gone: bool = False) -> None:
@@ -146,19 +152,23 @@ class Changes:
             by_guild.setdefault(row.guild_id, []).append(row)
         for guild_id, rows in by_guild.items():
             ids = [r.message_id for r in rows]
-            counts: Counter[str] = Counter()
-            async with self._sessions() as session, session.begin():
-                await changes.lock_guild(session, guild_id)
-                await deletion.drop_derived(session, guild_id, deletion.utc_days(r.at for r in rows), counts)
-                await deletion.drop_replies(session, guild_id, messages=ids, counts=counts)
-                await vector_rows.forget(session, ids)  # new text: embedded again
-                await self.record(session, guild_id, None, "messages")
+            await retry_busy(partial(self._drop_derived, guild_id, rows))  # one transaction, run again if busy
             self.invalidate(guild_id, None, "messages")
             for remove in self._removed_vectors:
                 remove(guild_id, ids)
         # Deleted in Discord: compact soon (one scrub for a burst of deletes), not on every event.
         self._scrub.request()
         self._schedule_compaction()
+
+    async def _drop_derived(self, guild_id: int, rows: list[Touched]) -> None:
+        counts: Counter[str] = Counter()
+        ids = [r.message_id for r in rows]
+        async with self._sessions() as session, session.begin():
+            await changes.lock_guild(session, guild_id)
+            await deletion.drop_derived(session, guild_id, deletion.utc_days(r.at for r in rows), counts)
+            await deletion.drop_replies(session, guild_id, messages=ids, counts=counts)
+            await vector_rows.forget(session, ids)  # new text: embedded again
+            await self.record(session, guild_id, None, "messages")
 
     def _schedule_compaction(self) -> None:
         """Rewrite the SQLite file SQLITE_COMPACT_SECONDS after deletions or edits (once for a burst of them)."""

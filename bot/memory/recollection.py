@@ -13,6 +13,7 @@ from dataclasses import replace
 from datetime import datetime
 from functools import partial
 
+from bot.lifecycle import abandon
 from bot.memory.assembly import Asked, Remembered, assemble
 from bot.memory.choices import Choices
 from bot.memory.clock import Clock
@@ -215,23 +216,30 @@ class Recollection:
         """
         zone = self._choices.zone(guild_id)
         now = now or self._clock.now()
-        searched = found or self.search(guild_id, text, channel_id=channel_id, now=now, summaries=False)
-        question = await self._read(guild_id, text, now=now, zone=zone)  # for the summaries and the floor
-        summarising = asyncio.ensure_future(
-            self._recall.find_summaries(guild_id, question, now=now, zone=zone, until=self._until())
+        searched = asyncio.ensure_future(
+            found or self.search(guild_id, text, channel_id=channel_id, now=now, summaries=False)
         )
+        summarising: asyncio.Future[list[Hit]] | None = None
         try:
+            question = await self._read(guild_id, text, now=now, zone=zone)  # for the summaries and the floor
+            summarising = asyncio.ensure_future(
+                self._recall.find_summaries(guild_id, question, now=now, zone=zone, until=self._until())
+            )
             hits, _ = await searched
+            hits = [h for h in hits if asked_in is None or h.message_id != asked_in]
+            hits = distinct(hits) if self._recall.options.repeats else hits
+            if floor and not self._worth_telling(question, hits):
+                abandon(summarising, name="summaries of a recall under the floor")
+                return Recalled()
+            snippets = await self._recall.snippets(guild_id, hits, here=channel_id, until=self._until())
+            summaries = (await summarising)[:5]
         except BaseException:
-            summarising.cancel()
+            # Storage away (or the reply cancelled) under one part: the other parts are stopped and what they met is
+            # read, not left for asyncio to report with its traceback as an exception nobody retrieved.
+            abandon(searched, name="recall search of a failed recall")
+            if summarising is not None:
+                abandon(summarising, name="summaries of a failed recall")
             raise
-        hits = [h for h in hits if asked_in is None or h.message_id != asked_in]
-        hits = distinct(hits) if self._recall.options.repeats else hits
-        if floor and not self._worth_telling(question, hits):
-            summarising.cancel()
-            return Recalled()
-        snippets = await self._recall.snippets(guild_id, hits, here=channel_id, until=self._until())
-        summaries = (await summarising)[:5]
         for snippet in snippets:  # the asking message may still come in as a hit's neighbour or reply
             snippet.turns = [t for t in snippet.turns if asked_in is None or t.message_id != asked_in]
         people = {t.user_id for s in snippets for t in s.turns} | {h.user_id for h in summaries}

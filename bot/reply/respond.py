@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from bot.faults import Fault
-from bot.lifecycle import keep, set_or_done
+from bot.lifecycle import abandon, set_or_done
 from bot.memory.assembly import Asked, Remembered
 from bot.memory.directory import Directory
 from bot.memory.facts.face import Facts
@@ -213,5 +213,4 @@ HAND_OFF_SECONDS = 0.005
 
 def _drop(found: asyncio.Future[Found]) -> None:
     """A search begun for a route the message did not take: stop it (an error it met is logged, not lost)."""
-    found.cancel()
-    keep(found, name="unneeded recall search")
+    abandon(found, name="unneeded recall search")

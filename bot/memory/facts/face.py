@@ -11,10 +11,11 @@ from collections.abc import Awaitable, Callable
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.memory.changes import Changes
-from bot.memory.facts.forgetting import redact
+from bot.memory.facts.forgetting import Redacted, redact
 from bot.memory.facts.store import FactChange, FactsStore, Revision
 from bot.memory.names import NameDirectory
 from db import changes as change_log
+from db.busy import retry_busy
 
 
 class Facts:
@@ -71,11 +72,16 @@ class Facts:
         subject = await self._names.name(guild_id, user_id)
         change = await self.store.forget(guild_id, user_id, fact, requested_by=requested_by, subject=subject)
         await self._flush()  # what is still queued (the command itself) is redacted too
-        async with self._sessions() as session, session.begin():
-            await change_log.lock_guild(session, guild_id)
-            done = await redact(session, guild_id, user_id, [subject], fact)
-            if done.anything or change.changed:
-                await self._changes.record(session, guild_id, user_id, "forget")
+
+        async def redacting() -> Redacted:
+            async with self._sessions() as session, session.begin():
+                await change_log.lock_guild(session, guild_id)
+                done = await redact(session, guild_id, user_id, [subject], fact)
+                if done.anything or change.changed:
+                    await self._changes.record(session, guild_id, user_id, "forget")
+            return done
+
+        done = await retry_busy(redacting)  # one transaction: run again whole if the database was busy
         await self._changes.deleted(guild_id, user_id, "forget")  # the statement may be in any line of the guild
         redacted = done.counts["messages"] + done.counts["bot_replies"] + done.counts["summaries"]
         return FactChange(

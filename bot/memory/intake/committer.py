@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
+import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -14,6 +16,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_exp
 from bot.faults import Fault, storage_trouble
 from bot.memory.intake.counts import GaveUpError, IngestStats
 from bot.memory.types import IngestOp
+from db.busy import is_busy
 from db.ingest_rows import DeadLetter, Touched, is_refusal
 from db.messages import BatchWriter
 
@@ -22,6 +25,19 @@ T = TypeVar("T")
 STUCK_SECONDS = 10.0  # a write waiting this long (a table lock, a hung connection) is a storage fault too
 SOURCE = "ingest"
 Batch = list[IngestOp | DeadLetter]
+
+
+_BACKOFF = wait_exponential_jitter(initial=0.05, max=5.0)
+
+
+def _busy_wait() -> float:
+    """How long to wait before writing a batch again that met a busy database: a moment, jittered."""
+    return random.uniform(0.02, 0.2)
+
+
+def _busy(state: RetryCallState) -> bool:
+    exc = state.outcome.exception() if state.outcome else None
+    return exc is not None and is_busy(exc)
 
 
 class HookRefusedError(RuntimeError):
@@ -51,28 +67,24 @@ class BatchCommitter:
         self.fault = fault or Fault("storage")  # says "down", "still down", "back" instead of a line per attempt
         self._held = held  # operations waiting behind this batch: what "back" says is being written
         self.stuck_seconds = STUCK_SECONDS
+        self._busy_since: float | None = None  # when the batch being written first met a busy database
 
     async def commit(self, batch: Batch) -> bool:
         """Write `batch` (and what the hook has pending); False when it could not be: the caller keeps it."""
         if self._give_up.is_set():  # the stop already found storage unavailable: don't wait for it again
             return False
-
-        def report(state: RetryCallState) -> None:
-            self.stats.failed_attempts += 1
-            exc = state.outcome.exception() if state.outcome else None
-            self.last_error = f"last error: {exc!r}"
-            self.fault.failed(exc if exc is not None else "unknown", source=SOURCE)
-
+        self._busy_since = None
         # While running we retry for as long as it takes (new operations overflow to disk meanwhile); a stop
         # waits `shutdown_retry_seconds` for storage and then keeps the rest in a spill file.
         retrying = AsyncRetrying(
             # A cancellation is never retried (tenacity would swallow it and the stop would wait forever); a refused
             # row is isolated below.
             retry=retry_if_exception(lambda exc: isinstance(exc, Exception) and not is_refusal(exc)),
-            wait=wait_exponential_jitter(initial=0.05, max=5.0),
+            # Storage away: back off up to 5 s. Busy: at once (with jitter), the lock timeout has spaced it already.
+            wait=lambda state: _busy_wait() if _busy(state) else _BACKOFF(state),
             stop=lambda state: self._give_up.is_set(),
             sleep=self._pause,
-            before_sleep=report,
+            before_sleep=self._report,
             reraise=True,
         )
         try:
@@ -95,6 +107,21 @@ class BatchCommitter:
                 else:
                     self.fault.failed(exc, source="after writes", hold=False)
         return True
+
+    def _report(self, state: RetryCallState) -> None:
+        """An attempt failed: the storage fault hears of it, unless the database was only busy for a moment."""
+        exc = state.outcome.exception() if state.outcome else None
+        if exc is not None and is_busy(exc):
+            # A deadlock with another process's batch, or a lock wait that ran out (a process frozen inside its
+            # transaction): retried quietly; storage counts as down only if it stays busy past stuck_seconds.
+            self.stats.busy_retries += 1
+            now = time.monotonic()
+            self._busy_since = self._busy_since or now
+            if now - self._busy_since < self.stuck_seconds:
+                return
+        self.stats.failed_attempts += 1
+        self.last_error = f"last error: {exc!r}"
+        self.fault.failed(exc if exc is not None else "unknown", source=SOURCE)
 
     async def _attempt(self, batch: list[IngestOp | DeadLetter]) -> list[Touched]:
         if self.before_write is not None:

@@ -13,6 +13,7 @@ class IngestStats:
     written: int = 0
     batches: int = 0
     failed_attempts: int = 0
+    busy_retries: int = 0  # a deadlock or a lock wait that ran out, retried without counting as storage down
     overflowed: int = 0  # accepted while the queue was full: kept on disk until storage caught up
     recovered: int = 0  # left in spill files by an earlier process on this database, replayed at start
     spilled: int = 0  # not stored before a stop: kept in a spill file for the next start
