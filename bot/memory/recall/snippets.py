@@ -121,12 +121,19 @@ def pack(
     kept_summaries: list[Hit] = []
     used = 0
     for snippet in snippets:
-        block = _scene(snippet.turns, names, tz)
+        turns = snippet.turns
+        block = _scene(turns, names, tz)
         cost = estimate_tokens(block) + 1
+        while used + cost > budget and len(turns) > 1:
+            # Too long for what is left: the turns farthest from its hit go first, so the hit itself still fits (a
+            # scene skipped whole took its evidence with it while smaller, worse ones after it fitted).
+            turns = _without_farthest(turns, snippet.hit)
+            block = _scene(turns, names, tz)
+            cost = estimate_tokens(block) + 1
         if used + cost > budget:
             continue  # a smaller snippet further down may still fit
         blocks.append(block)
-        kept.append(snippet)
+        kept.append(snippet if turns is snippet.turns else Snippet(snippet.hit, turns))
         used += cost
     for hit in summaries:
         block = f"[{hit.at.astimezone(tz):%Y-%m-%d}] summary of {names.get(hit.user_id, 'someone')}'s day: {hit.text}"
@@ -137,6 +144,13 @@ def pack(
         kept_summaries.append(hit)
         used += cost
     return Packed("\n\n".join(blocks), kept, kept_summaries)
+
+
+def _without_farthest(turns: list[Turn], hit: Hit) -> list[Turn]:
+    """The scene without its turn farthest in time from the hit (the later one of two as far)."""
+    at = hit.at
+    farthest = max(range(len(turns)), key=lambda i: (abs((turns[i].at - at).total_seconds()), i))
+    return turns[:farthest] + turns[farthest + 1 :]
 
 
 def _scene(turns: list[Turn], names: dict[int, str], tz: ZoneInfo) -> str:
