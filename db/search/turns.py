@@ -34,6 +34,9 @@ async def messages_by_id(session: AsyncSession, guild_id: int, ids: list[int], *
     return turns_of(await session.execute(query.bindparams(driver.id_list("ids")), params))
 
 
+ANSWERING = 3  # the turns read after a hit that asks (one after any other hit)
+
+
 async def around(
     session: AsyncSession,
     guild_id: int,
@@ -44,8 +47,9 @@ async def around(
     until: datetime | None = None,
 ) -> list[Turn]:
     """The turns around hits, in one statement: the message before and after each of the first `neighbours`
-    hits in its channel, what each hit replies to, and the replies to it (all within the read scope), written
-    before `until` if given (a replayed moment: the turn after it is not said yet)."""
+    hits in its channel (the ANSWERING after one that asks), what each hit replies to, and the replies to it (all
+    within the read scope), written before `until` if given (a replayed moment: the turn after it is not said
+    yet)."""
     if not hits:
         return []
     values: dict[str, int] = {}
@@ -56,9 +60,12 @@ async def around(
             f"SELECT (SELECT max(x.message_id) FROM chat_history AS x WHERE x.channel_id = :c{i} "
             f"AND x.message_id < :n{i})"
         )
+        # A hit that asks: the turns after it, where its answer is ("what did the vet say?" → "nothing serious,
+        # just a sprained paw", which shares no word with any later question), someone's line in between or not.
+        after = ANSWERING if hit.text.rstrip().endswith("?") else 1
         sides.append(
-            f"SELECT (SELECT min(x.message_id) FROM chat_history AS x WHERE x.channel_id = :c{i} "
-            f"AND x.message_id > :n{i})"
+            f"SELECT message_id FROM (SELECT x.message_id FROM chat_history AS x WHERE x.channel_id = :c{i} "
+            f"AND x.message_id > :n{i} ORDER BY x.message_id LIMIT {after}) AS a{i}"
         )
     parents = [h.reply_to_id for h in hits if h.reply_to_id is not None]
     # The ids first, each source on its own index, then their rows: one WHERE with the sources OR-ed together

@@ -13,6 +13,7 @@ from bot.llm.tokens import estimate_tokens
 from bot.memory.recall.ranking import Hit
 from bot.text import MENTION
 from db.search import turns as turn_store
+from db.search.turns import ANSWERING
 from db.search.types import Turn
 
 SNIPPETS = 200  # hits that may become snippets: the budget decides how many do
@@ -83,7 +84,10 @@ async def snippets_of(
             near.add(turn.reply_to_id)  # type: ignore[arg-type]
         near |= {t.message_id for t in extra if t.reply_to_id == turn.message_id}
         if rank < NEIGHBOURS and neighbours:
-            near |= _beside(turn.message_id, order[turn.channel_id]) & {t.message_id for t in extra}
+            extras = {t.message_id for t in extra}
+            near |= _beside(turn.message_id, order[turn.channel_id]) & extras
+            if turn.text.rstrip().endswith("?"):
+                near |= _answers(turn, order[turn.channel_id], by_id) & extras
         joined = next((taken[m] for m in near if m in taken), None)
         if joined is None:
             joined = Snippet(hit, [])
@@ -95,6 +99,18 @@ async def snippets_of(
     for snippet in snippets:
         snippet.turns.sort(key=lambda t: (t.at, t.message_id))
     return snippets
+
+
+def _answers(asking: Turn, channel: list[int], by_id: dict[int, Turn]) -> set[int]:
+    """The turns after a question up to the first by someone else, its likeliest answer (at most ANSWERING): a turn
+    that answers counts with the question it answers."""
+    i = bisect_left(channel, asking.message_id)
+    found: set[int] = set()
+    for message_id in channel[i + 1 : i + 1 + ANSWERING]:
+        found.add(message_id)
+        if by_id[message_id].user_id != asking.user_id:
+            break
+    return found
 
 
 def _beside(hit: int, channel: list[int]) -> set[int]:
