@@ -4,13 +4,16 @@ a fact said by the other one of the pair the question names)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
 from collections.abc import Iterable
 from datetime import timedelta
 
-from bench.conversation_guild import Message, content_words
+from bench.conversation_guild import Message, content_words, snowflake
+from bench.conversation_harder import plant_harder
+from bench.conversation_planting import plant
 from bench.conversation_stories import BASE_TYPES, HARDER_KINDS, HARDER_TYPES, KINDS
 from bench.conversations import Conversation, generate
 
@@ -56,6 +59,29 @@ def test_the_harder_stories_take_ids_and_milliseconds_of_their_own():
     assert len({k.key for k in KINDS + HARDER_KINDS}) == len(KINDS) + len(HARDER_KINDS)  # story ids never collide
     stories = [q.story for q in conv.questions]
     assert len(set(stories)) == len(stories)
+
+
+def test_a_harder_message_in_a_filler_messages_millisecond_moves_no_filler():
+    conv = generate(2_000, seed=7)
+    planted = {m.message_id for m in conv.planted}
+    filler = [m for m in conv.iter_messages() if m.message_id not in planted]
+    same = filler[len(filler) // 2]
+    extra = Message(snowflake(same.timestamp, worker=2), same.channel_id, same.author_id, "same ms", same.timestamp)
+    crowded = dataclasses.replace(
+        conv,
+        planted=sorted([*conv.planted, extra], key=lambda m: m.message_id),
+        harder_ids=conv.harder_ids | {extra.message_id},
+        message_count=conv.message_count + 1,
+    )
+    assert [m for m in crowded.iter_messages() if m.message_id not in planted | {extra.message_id}] == filler
+
+
+def test_the_harder_stories_step_out_of_the_first_stories_milliseconds():
+    _, _, _, members, channels = plant(7)
+    alone, _, _ = plant_harder(7, members, channels, [])
+    taken = alone[10]
+    beside, _, _ = plant_harder(7, members, channels, [taken])
+    assert beside[10].text == taken.text and beside[10].timestamp == taken.timestamp + timedelta(milliseconds=1)
 
 
 def _context(conv: Conversation):
