@@ -10,6 +10,9 @@ bot's earlier answers, never counts as evidence). A question about the past is a
 
 Beside the benchmark's questions: multi-part questions (two stories of different members whose evidence lies in
 different months, asked in one message), and questions asked a second time after the bot answered them once.
+They are asked in the order they were before issue 38 (the first five types' questions, every 8th asked twice, then
+the multi-part ones), and the harder types' questions after them (none asked twice), so that what the first ones
+found stays comparable; "overall, old types" is "overall" as it was (the multi-part questions in it).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from dataclasses import dataclass, field
 from tqdm import tqdm
 
 from bench.conversation_guild import Question
+from bench.conversation_stories import BASE_TYPES, OVERALL_BASE, score_keys
 from bench.conversations import Conversation
 from bot.llm.client import LLM
 from bot.llm.offline import OfflineProvider
@@ -62,7 +66,8 @@ class EndToEnd:
         complete: dict[str, list[bool]] = defaultdict(list)
         present: dict[str, list[bool]] = defaultdict(list)
         for a in self.asked:
-            keys = [a.question.type] if a.question.type == TWICE else [a.question.type, "overall"]
+            keys = score_keys(a.question.type) if a.question.type != TWICE else (TWICE,)
+            keys += (OVERALL_BASE,) if a.question.type == MULTI_PART else ()
             for key in keys:
                 complete[key].append(a.complete)
                 present[key] += a.present
@@ -138,7 +143,9 @@ class Asker:
             recall_chatter=turns.chat,
         )
         self._general = conv.channels[0].id
-        self._ids = itertools.count(int(conv.planted[-1].message_id) + (1 << 30))
+        # After the first stories' newest message, as before issue 38 (the harder stories' ids do not move it).
+        newest = max(m.message_id for m in conv.planted if m.message_id not in conv.harder_ids)
+        self._ids = itertools.count(int(newest) + (1 << 30))
         self._names = {m.id: m.name for m in conv.members}
 
     async def ask(self, question: Question, said: dict[int, str]) -> Asked:
@@ -177,14 +184,16 @@ class Asker:
 
 
 async def measure(memory: MemoryManager, conv: Conversation, *, twice_every: int = 8, every: int = 1) -> EndToEnd:
-    """Every question (and the multi-part ones) as an ordinary message; every `twice_every`-th asked again.
-    `every`: only every such question (a quick check)."""
+    """Every question (and the multi-part ones) as an ordinary message; every `twice_every`-th of the first types
+    asked again. `every`: only every such question (a quick check)."""
     said = {m.message_id: m.text for m in conv.planted}
     asker, result = Asker(memory, conv), EndToEnd()
-    questions = (conv.questions + multi_part(conv))[::every]
+    first = [q for q in conv.questions if q.type in BASE_TYPES]
+    harder = [q for q in conv.questions if q.type not in BASE_TYPES]
+    questions = (first + multi_part(conv) + harder)[::every]
     for n, question in enumerate(tqdm(questions, desc="end to end", leave=False)):
         result.asked.append(await asker.ask(question, said))
-        if n % twice_every == 0 and question.type != MULTI_PART:
+        if n % twice_every == 0 and question.type in BASE_TYPES:
             again = Question(question.text, question.asker_id, question.asked_at, TWICE, question.evidence_ids,
                              question.answer, question.story)  # fmt: skip
             result.asked.append(await asker.ask(again, said))

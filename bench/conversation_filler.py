@@ -127,8 +127,9 @@ class _Filler:
 
 
 def stream(conv: Conversation) -> Iterator[Message]:
-    """Every message of `conv` in id order: the planted ones, and filler drawn from the seed around them."""
-    rng = random.Random(f"filler-{conv.seed}-{conv.message_count}")
+    """Every message of `conv` in id order: the planted ones, and filler drawn from the seed around them (around the
+    first stories: the harder ones, `conv.harder_ids`, are laid on top and change none of it)."""
+    rng = random.Random(f"filler-{conv.seed}-{conv.message_count - len(conv.harder_ids)}")
     members = {m.name: m for m in conv.members}
     channels = {c.name: c for c in conv.channels}
     maker = _Filler(rng, members, channels)
@@ -139,7 +140,7 @@ def stream(conv: Conversation) -> Iterator[Message]:
     for day, count in zip(days, counts, strict=True):
         lo, hi = bisect.bisect_left(planted_days, day), bisect.bisect_right(planted_days, day)
         batch = conv.planted[lo:hi]
-        taken = {int(m.timestamp.timestamp() * 1000) for m in batch}
+        taken = {int(m.timestamp.timestamp() * 1000) for m in batch if m.message_id not in conv.harder_ids}
         per_ms: Counter[int] = Counter()
         made: list[Message] = []
         for drafted, channel, author, text, reply in maker.day(day, count):

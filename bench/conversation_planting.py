@@ -30,6 +30,8 @@ from bench.conversation_guild import (
 from bench.conversation_stories import KINDS, Kind
 
 INSTANCES_PER_KIND = 4
+OVERLAP_FREE = frozenset({"paraphrase", "spread", "answered_by_other"})  # questions share no word with the evidence
+INTERRUPTED = frozenset({"next_turn", "answered_by_other"})  # someone may talk between the question and the answer
 QUESTION_PREFIXES = ("", "", "", "", "hey elefant, ", "@Elefant ", "quick q: ", "elefant ", "random q but ")
 
 
@@ -74,7 +76,7 @@ class _Draft:
 _PREFIX = re.compile(r"\*?\^?[SABX]: ")
 
 
-class _Planter:
+class Planter:
     """Turns the story kinds into drafted messages and questions."""
 
     def __init__(self, rng: random.Random) -> None:
@@ -85,13 +87,22 @@ class _Planter:
     def others(self, *exclude: str) -> list[str]:
         return [n for n in NAMES if n not in exclude]
 
-    def scene(self, kind: Kind, lines: tuple[str, ...], start: datetime, names: dict[str, str], slots: dict) -> list:
-        """Draft one scene; returns the indexes of its evidence lines (or all lines for look-alikes)."""
+    def scene(
+        self,
+        kind: Kind,
+        lines: tuple[str, ...],
+        start: datetime,
+        names: dict[str, str],
+        slots: dict,
+        *,
+        channel: str = "",
+    ) -> list:
+        """Draft one scene (in `channel`, or the kind's); returns the indexes of its evidence lines."""
         rng, evidence = self.rng, []
         by_template: dict[int, int] = {}
         ts = start
         expanded = list(enumerate(lines))
-        if kind.qtype == "next_turn" and rng.random() < 0.3:  # someone talks in between question and answer
+        if kind.qtype in INTERRUPTED and rng.random() < 0.3:  # someone talks in between question and answer
             expanded.insert(1, (-1, "X: ~"))
         for template_index, raw in expanded:
             variants = raw.split(" | ")
@@ -113,7 +124,8 @@ class _Planter:
             reply = None
             if is_reply and rng.random() < 0.7:
                 reply = by_template.get(template_index - 1)
-            self.drafts.append(_Draft(ts, kind.channel, author, text, "evidence" if is_evidence else "scene", reply))
+            role = "evidence" if is_evidence else "scene"
+            self.drafts.append(_Draft(ts, channel or kind.channel, author, text, role, reply))
             by_template[template_index] = len(self.drafts) - 1
             if is_evidence:
                 evidence.append(len(self.drafts) - 1)
@@ -132,17 +144,15 @@ class _Planter:
         rng = self.rng
         a, b = rng.sample(self.others(subject), 2)
         names = {"S": subject, "A": a, "B": b}
-        slots = {key: rng.choice(values) for key, values in kind.slots.items()}
-        if kind.key == "offers":  # the two companies must differ
-            slots["co2"] = rng.choice([c for c in kind.slots["co2"] if c != slots["co1"]])
+        slots = self.slots(kind)
         mark = len(self.drafts)
         for _attempt in range(30):
             del self.drafts[mark:]
-            evidence, when, window = self._plant_evidence(kind, names, slots, age)
+            evidence, when, window = self.plant_evidence(kind, names, slots, age)
             texts = [self.drafts[i].text for i in evidence]
             ev_words = set().union(*(content_words(t) for t in texts))
             candidates = [q for q in kind.questions]
-            if kind.qtype == "paraphrase":
+            if kind.qtype in OVERLAP_FREE:
                 candidates = [
                     q for q in candidates if not content_words(q.format(S=subject, when=when, **slots)) & ev_words
                 ]
@@ -154,6 +164,7 @@ class _Planter:
         question = rng.choice(QUESTION_PREFIXES) + (question.lower() if rng.random() < 0.4 else question)
         if kind.qtype == "temporal":
             self._lookalikes(kind, names, slots, window)
+        self.around(kind, names)
         for text in rng.sample(kind.chatter, min(2, len(kind.chatter))):  # recent look-alikes
             self.loose(text, kind.channel, rng.choice(self.others(subject)), asked_age + rng.uniform(1, 25), "recent")
         for text in kind.address:  # messages that merely address the subject, around then and recently
@@ -161,9 +172,25 @@ class _Planter:
                 t = text.format(S=subject, s=subject.lower())
                 self.loose(t, kind.channel, rng.choice(self.others(subject)), max(1, age_days), "address")
         answer = kind.answer.format(**slots)
-        self.questions.append((kind, subject, question, evidence, answer, rng.choice(self.others(subject))))
+        asker = rng.choice(self.others(subject, *self.not_asking(kind, names)))
+        self.questions.append((kind, subject, question, evidence, answer, asker))
 
-    def _plant_evidence(self, kind: Kind, names: dict, slots: dict, age: float):
+    def slots(self, kind: Kind) -> dict[str, str]:
+        """One value per slot for an instance."""
+        rng = self.rng
+        slots = {key: rng.choice(values) for key, values in kind.slots.items()}
+        if kind.key == "offers":  # the two companies must differ
+            slots["co2"] = rng.choice([c for c in kind.slots["co2"] if c != slots["co1"]])
+        return slots
+
+    def around(self, kind: Kind, names: dict[str, str]) -> None:
+        """More look-alikes around the instance's scenes (the harder stories plant some; the first ones none)."""
+
+    def not_asking(self, kind: Kind, names: dict[str, str]) -> tuple[str, ...]:
+        """Members besides the subject who do not ask the instance's question."""
+        return ()
+
+    def plant_evidence(self, kind: Kind, names: dict, slots: dict, age: float):
         rng = self.rng
         when, window = "", None
         start = at_hour(day_at_age(age), rng)
@@ -225,19 +252,26 @@ def plant(
         n: Member(snowflake(START - timedelta(days=300 + i)) + i, n, _username(n, i)) for i, n in enumerate(NAMES)
     }
     channels = {c: Channel(GUILD_ID + 100 + i, c) for i, c in enumerate(CHANNEL_WEIGHTS)}
-    planter = _Planter(rng)
+    planter = Planter(rng)
     for kind, subject, age, asked_age in _jobs(rng) if jobs is None else jobs:
         planter.instance(kind, subject, age, asked_age)
-    # Ids: unique milliseconds for planted messages (worker 1), in time order.
+    planted, roles, questions = finish(planter, members, channels, worker=1, used_ms=set())
+    return planted, roles, questions, members, channels
+
+
+def finish(
+    planter: Planter, members: dict[str, Member], channels: dict[str, Channel], *, worker: int, used_ms: set[int]
+) -> tuple[list[Message], dict[int, str], list[Question]]:
+    """The planter's drafts as messages in time order (ids of `worker`, each in a millisecond not in `used_ms`,
+    which is updated), their roles, and its questions."""
     order = sorted(range(len(planter.drafts)), key=lambda i: planter.drafts[i].ts)
     ids: dict[int, int] = {}
-    used_ms: set[int] = set()
     for i in order:
         draft = planter.drafts[i]
         while int(draft.ts.timestamp() * 1000) in used_ms:
             draft.ts += timedelta(milliseconds=1)
         used_ms.add(int(draft.ts.timestamp() * 1000))
-        ids[i] = snowflake(draft.ts, worker=1)
+        ids[i] = snowflake(draft.ts, worker=worker)
     planted, roles = [], {}
     for i in order:
         d = planter.drafts[i]
@@ -248,7 +282,7 @@ def plant(
         Question(text, members[asker].id, NOW, kind.qtype, tuple(sorted(ids[i] for i in ev)), answer, f"{kind.key}/{s}")
         for kind, s, text, ev, answer, asker in planter.questions
     ]
-    return planted, roles, questions, members, channels
+    return planted, roles, questions
 
 
 def _username(name: str, i: int) -> str:

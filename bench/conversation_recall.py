@@ -7,7 +7,9 @@ answer it (the asker's facts, then the recalled conversation, within the budget)
   all-evidence hit   share of questions whose evidence messages are all in that text
   evidence recall    share of evidence messages in that text
 beside plain BM25 and BM25 + neighbours packed to the same budget (bench.retrieval_study), and ablations of
-the bot's own path (words only, vectors only, no neighbours, no time handling, no member preference).
+the bot's own path (words only, vectors only, no neighbours, no time handling, no member preference). "overall"
+counts every question, the harder types of issue 38 too; "overall, old types" the five first types alone (the
+question set "overall" was before), so that earlier figures stay comparable.
 
     python -m bench.recall --conversations                  # the small profile (~20 k messages)
     python -m bench.recall --conversations --profile 100000
@@ -29,7 +31,7 @@ from tqdm import tqdm
 from bench import conversation_e2e as end_to_end
 from bench.common import sqlite_engine
 from bench.conversation_e2e import EndToEnd
-from bench.conversation_stories import TYPES
+from bench.conversation_stories import OVERALL_BASE, REPORTED, score_keys
 from bench.conversations import Conversation, generate, write_exports
 from bench.retrieval_study import Config, Corpus, Study, evaluate
 from bot.importer import import_file
@@ -143,7 +145,7 @@ async def _past_path(memory: MemoryManager, conv: Conversation, name: str) -> tu
         received = (await memory.recollection.for_reply(asked)).text or ""
         latency.append((time.perf_counter() - began) * 1000)
         present = [_said(conv, e) in received for e in question.evidence_ids]
-        for key in (question.type, "overall"):
+        for key in score_keys(question.type):
             hits[key].append(all(present))
             found[key] += present
     return {k: (float(np.mean(hits[k])), float(np.mean(found[k]))) for k in hits}, latency
@@ -181,11 +183,11 @@ def baselines(conv: Conversation, budget: int) -> list[tuple[str, Result]]:
 
 
 def table(rows: list[tuple[str, Result]], metric: int) -> str:
-    """Markdown: one row per retriever, overall then per question type."""
-    head = "| what the model receives | overall | " + " | ".join(TYPES) + " |"
-    lines = [head, "|" + "---|" * (len(TYPES) + 2)]
+    """Markdown: one row per retriever, overall (all questions, then the old types') then per question type."""
+    head = "| what the model receives | " + " | ".join(REPORTED) + " |"
+    lines = [head, "|" + "---|" * (len(REPORTED) + 1)]
     for name, result in rows:
-        cells = [f"{result[k][metric]:.2f}" if k in result else "–" for k in ("overall", *TYPES)]
+        cells = [f"{result[k][metric]:.2f}" if k in result else "–" for k in REPORTED]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -193,7 +195,7 @@ def table(rows: list[tuple[str, Result]], metric: int) -> str:
 def end_to_end_report(e2e: list[tuple[str, EndToEnd]], past: Result) -> str:
     """The end-to-end table (what the model receives on the route the bot took; a row per ablation) beside the
     past-question path."""
-    keys = ("overall", *TYPES, end_to_end.MULTI_PART, end_to_end.TWICE)
+    keys = (*REPORTED, end_to_end.MULTI_PART, end_to_end.TWICE)
     lines = [
         "\nEnd to end: each question sent as an ordinary message; all evidence in the memory the model receives",
         "",
@@ -248,9 +250,9 @@ async def run(
     )
     if measured.end_to_end:
         print(end_to_end_report(measured.end_to_end, rows[2][1]))
-    elefant, bm25_nb = rows[2][1]["overall"][0], rows[1][1]["overall"][0]
-    print(
-        f"Targets: all-evidence ≥ 0.75 → {elefant:.2f} {'ok' if elefant >= 0.75 else 'MISSED'}; "
+    elefant, bm25_nb = rows[2][1][OVERALL_BASE][0], rows[1][1][OVERALL_BASE][0]
+    print(  # the targets of issue 30, on its question set
+        f"Targets (old types): all-evidence ≥ 0.75 → {elefant:.2f} {'ok' if elefant >= 0.75 else 'MISSED'}; "
         f"≥ BM25 + neighbours + 0.05 ({bm25_nb:.2f} + 0.05) → "
         f"{'ok' if elefant >= bm25_nb + 0.05 else 'MISSED'}"
     )

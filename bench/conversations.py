@@ -13,6 +13,13 @@ the answer is the reply), multi (two evidence messages weeks apart), temporal (t
 same kind of message exists at other times) and name (the question names a member whom other messages merely
 address). `content_words` is the overlap measure: lower case, stopwords out, Snowball-stemmed.
 
+Issue 38 added three harder types (`bench.conversation_harder`): spread (the answer in 2-4 conversations of the
+subject days to weeks apart), answered_by_other (the subject's reply to another member's question, sharing no word
+with what is asked) and wrong_speaker (the question names one of a pair, the other one said it). They are planted
+on top of the first stories: those, their questions (the first 256 of `questions`) and the filler between them are
+what they were, and a profile's count (20,000 for "small") is the first stories' and the filler's, so the guild
+holds the harder stories' messages more than that.
+
 Messages stream in time order (`Conversation.iter_messages`); `write_exports` writes DiscordChatExporter-style
 JSON, one file per channel, without holding the messages.
 
@@ -47,6 +54,7 @@ from bench.conversation_guild import (
     Question,
     content_words,
 )
+from bench.conversation_harder import plant_harder
 from bench.conversation_planting import plant
 from bench.conversation_stories import TYPES
 
@@ -67,6 +75,7 @@ class Conversation:
     seed: int
     planted: list[Message] = field(repr=False)  # evidence and distractors, in time order
     planted_role: dict[int, str] = field(repr=False)  # message id -> evidence / scene / lookalike / recent / address
+    harder_ids: frozenset[int] = field(repr=False, default=frozenset())  # planted on top: the filler ignores them
 
     def iter_messages(self) -> Iterator[Message]:
         """Every message in time (= id) order, the filler generated on the fly from the seed."""
@@ -92,9 +101,14 @@ class Conversation:
 
 
 def generate(profile: str | int = "small", seed: int = 7) -> Conversation:
-    """The benchmark guild: `profile` is "small" (20 k messages), "large" (1 M) or a message count."""
+    """The benchmark guild: `profile` is "small" (20 k messages), "large" (1 M) or a message count; the harder
+    stories' messages come on top."""
     total = PROFILES[profile] if isinstance(profile, str) else int(profile)
-    planted, roles, questions, members, channels = plant(seed)
+    first, roles, questions, members, channels = plant(seed)
+    harder, harder_roles, harder_questions = plant_harder(seed, members, channels, first)
+    planted = sorted(first + harder, key=lambda m: m.message_id)  # ids in time order: milliseconds never shared
+    roles |= harder_roles
+    questions += harder_questions
     by_id = {m.message_id: m for m in planted}
     ages = [(NOW - by_id[i].timestamp).days for q in questions for i in q.evidence_ids]
     if not MIN_AGE_DAYS <= min(ages) <= max(ages) <= MAX_AGE_DAYS:
@@ -112,10 +126,11 @@ def generate(profile: str | int = "small", seed: int = 7) -> Conversation:
         list(members.values()),
         list(channels.values()),
         questions,
-        total,
+        total + len(harder),
         seed,
         planted,
         roles,
+        frozenset(m.message_id for m in harder),
     )
 
 
@@ -202,7 +217,8 @@ def summary(conv: Conversation) -> str:
     lines.append(f"questions sharing no content word with their evidence: {sum(free) / len(free):.2f}")
     for qtype in TYPES:
         picked = [f for q, f in zip(conv.questions, free, strict=True) if q.type == qtype]
-        lines.append(f"  {qtype:<11} {len(picked):>4} questions, overlap-free {sum(picked) / max(1, len(picked)):.2f}")
+        share = sum(picked) / max(1, len(picked))
+        lines.append(f"  {qtype:<17} {len(picked):>4} questions, overlap-free {share:.2f}")
     ages = [(conv.now - by_id[i].timestamp).days for q in conv.questions for i in q.evidence_ids]
     buckets = Counter(min(12, age // 30) for age in ages)
     lines.append("evidence age (months, 30-day buckets): " + " ".join(f"{k}:{buckets[k]}" for k in sorted(buckets)))

@@ -253,13 +253,14 @@ def _timer(
     channel: discord.TextChannel,
 ) -> Callable[[str], Awaitable[float]]:
     """Ask a question of a route; the milliseconds its reply took, once the answer is checked."""
-    # The route each answer took and what it was made of: chat and "what do you know" from the asker's
-    # merged context (the stub's merge writes MERGED: a stand-in quotes facts alone), a question's answer
+    # The route each answer took and what it was made of: chat with the asker's facts (their merged context only
+    # comes to a message about them), "what do you know" from the merged context (the stub's merge writes MERGED: a
+    # stand-in quotes facts alone), a question's answer
     # phrased by the model from what recall found, with its sources. A timing of any other path (a
     # fallback, a stand-in, nothing found) would flatter the bot.
     expected = {"chat": Route.CHAT, "what do you know": Route.ABOUT, "recall question": Route.RECALL}
     made_of = {
-        "chat": lambda text: f"MERGED facts=[{fact}" in text,
+        "chat": lambda text: fact in text,
         "what do you know": lambda text: f"MERGED facts=[{fact}" in text,
         "recall question": lambda text: "\n\nSources:\n" in text,
     }

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.conversation_guild import MONTHS, STOPWORDS, Question
-from bench.conversation_stories import TYPES
+from bench.conversation_stories import REPORTED, score_keys
 from bench.conversations import Conversation, generate
 from bench.offline_embedders import EMBEDDERS
 from bot.llm.tokens import estimate_tokens
@@ -308,7 +308,7 @@ def evaluate(study: Study, config: Config, budget: int) -> dict[str, tuple[float
         ranked = np.argsort(-scores, kind="stable")[:600]
         packed = study.pack(config, ranked, budget)
         present = [study.corpus.position[e] in packed for e in question.evidence_ids]
-        for key in (question.type, "overall"):
+        for key in score_keys(question.type):
             hits[key].append(all(present))
             found[key] += present
     return {k: (float(np.mean(hits[k])), float(np.mean(found[k]))) for k in hits}
@@ -351,10 +351,10 @@ def configs(models: list[str], who: float = 1.0, when: float = 1.0) -> list[Conf
 
 
 def table(rows: list[tuple[str, dict[str, tuple[float, float]]]], metric: int) -> str:
-    head = "| retriever | overall | " + " | ".join(TYPES) + " |"
-    lines = [head, "|" + "---|" * (len(TYPES) + 2)]
+    head = "| retriever | " + " | ".join(REPORTED) + " |"
+    lines = [head, "|" + "---|" * (len(REPORTED) + 1)]
     for name, result in rows:
-        cells = [f"{result[k][metric]:.2f}" if k in result else "–" for k in ("overall", *TYPES)]
+        cells = [f"{result[k][metric]:.2f}" if k in result else "–" for k in REPORTED]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

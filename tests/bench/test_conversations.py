@@ -24,13 +24,15 @@ def test_same_seed_same_guild_and_the_stories_do_not_depend_on_size():
     assert [m.text for m in small.messages] == [m.text for m in again.messages]
     assert small.questions == bigger.questions
     assert small.planted == bigger.planted
-    assert len(small.messages) == 3_000 and len(bigger.messages) == 6_000
+    assert len(small.messages) == small.message_count == 3_000 + len(small.harder_ids)
+    assert len(bigger.messages) == bigger.message_count == 6_000 + len(bigger.harder_ids)
 
 
 def test_questions_are_hard_and_their_evidence_is_one_to_twelve_months_old():
     conv = generate(3_000, seed=7)
-    assert 200 <= len(conv.questions) <= 300
+    assert 300 <= len(conv.questions) <= 400
     assert {q.type for q in conv.questions} == set(TYPES)
+    assert all(30 <= sum(q.type == t for q in conv.questions) <= 80 for t in TYPES)
     assert sum(overlap_free(conv, q) for q in conv.questions) >= len(conv.questions) / 2
     assert all(overlap_free(conv, q) for q in conv.questions if q.type == "paraphrase")
     planted = {m.message_id: m for m in conv.planted}
@@ -69,7 +71,7 @@ def test_exports_are_valid_discordchatexporter_json(tmp_path):
         export = read_export(path)
         assert export.guild.id == conv.guild_id
         total += len(export.messages)
-    assert total == 2_000
+    assert total == conv.message_count == 2_000 + len(conv.harder_ids)
 
 
 @pytest.mark.slow
