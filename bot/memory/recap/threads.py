@@ -1,0 +1,189 @@
+"""Threads of conversation in a span of messages, each with its most central messages: deterministic, no model.
+
+A busy channel carries several conversations at once. A message joins the thread it replies to; otherwise the
+open thread of its channel that shares most of its telling words (weighted by how rare each word is in the span),
+if it shares enough; a few words of reaction ("lol", "same!") join the channel's latest thread; anything else
+opens a new one. A thread closes after GAP without a message. Within a thread, a message is central when it holds
+much of the vocabulary the others share, when others reply to it, when it opens the thread or settles something.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from bot.text import MENTION, STOPWORDS, WORD, stem
+from db.search.types import Turn
+
+GAP = timedelta(hours=2)  # a thread with no message for this long is over
+JOIN = 0.3  # the share of a message's weight a thread must already hold for the message to join it
+REACTION_WORDS = 2  # a message with at most this many telling words is a reaction to the conversation at hand
+REACTION_GAP = timedelta(minutes=10)
+KEYS = 3  # central messages marked per thread
+MINOR_WEIGHT = 6  # a thread lighter than this (a lone remark, a round of greetings) is told only if nothing else is
+DECIDES = re.compile(
+    r"\b(?:decided|decision|agreed|agree on|settled|let'?s (?:go with|do|make it|pick|use|meet)|going with|"
+    r"we'?ll (?:go|do|use|meet|have|make|start|move)|it'?s (?:set|decided|settled|a deal)|deal\b|confirmed|"
+    r"locked in|final(?:ly)?\s*[:,-])",
+    re.I,
+)
+
+
+@dataclass
+class Thread:
+    """One conversation: its messages in time order, and the words it has used so far."""
+
+    channel_id: int
+    turns: list[Turn] = field(default_factory=list)
+    words: Counter[str] = field(default_factory=Counter)  # stem -> messages of the thread holding it
+
+    @property
+    def started(self) -> datetime:
+        return self.turns[0].at
+
+    @property
+    def last(self) -> datetime:
+        return self.turns[-1].at
+
+    @property
+    def people(self) -> list[int]:
+        """Who took part, in the order they first spoke."""
+        return list(dict.fromkeys(t.user_id for t in self.turns))
+
+    def add(self, turn: Turn, stems: set[str]) -> None:
+        self.turns.append(turn)
+        self.words.update(stems)
+
+
+def stems_of(text: str) -> set[str]:
+    """The telling words of a message, stemmed (mentions are people, not words)."""
+    plain = MENTION.sub(" ", text).casefold()
+    return {stem(w) for w in WORD.findall(plain) if len(w) > 1 and w not in STOPWORDS and not w.isdigit()}
+
+
+class Weights:
+    """How telling each word is in the span: rare words a lot, words every conversation uses little (idf)."""
+
+    def __init__(self, said: Iterable[set[str]]) -> None:
+        counts: Counter[str] = Counter()
+        total = 0
+        for stems in said:
+            counts.update(stems)
+            total += 1
+        self._idf = {word: math.log((1 + total) / (1 + n)) + 1 for word, n in counts.items()}
+        self._unseen = math.log(1 + total) + 1
+
+    def __call__(self, word: str) -> float:
+        return self._idf.get(word, self._unseen)
+
+
+def segment(turns: list[Turn]) -> tuple[list[Thread], Weights]:
+    """The threads of `turns` (oldest first), in the order they began, and the words' weights in the span."""
+    said = [stems_of(t.text) for t in turns]
+    weight = Weights(said)
+    threads: list[Thread] = []
+    of_message: dict[int, Thread] = {}
+    going: dict[int, list[Thread]] = {}  # channel -> its threads not over yet, the latest one last
+    for turn, stems in zip(turns, said, strict=True):
+        here = going.setdefault(turn.channel_id, [])
+        here[:] = [t for t in here if turn.at - t.last <= GAP]
+        thread = _thread_for(turn, stems, here, of_message, weight)
+        if thread is None:
+            thread = Thread(turn.channel_id)
+            threads.append(thread)
+        elif thread in here:
+            here.remove(thread)
+        thread.add(turn, stems)
+        here.append(thread)
+        of_message[turn.message_id] = thread
+    return threads, weight
+
+
+def _thread_for(
+    turn: Turn, stems: set[str], going: list[Thread], of_message: dict[int, Thread], weight: Weights
+) -> Thread | None:
+    """The thread a message continues (among its channel's threads still going, the latest last), or None."""
+    if turn.reply_to_id is not None and (replied := of_message.get(turn.reply_to_id)) is not None:
+        return replied
+    current = going[-1] if going else None
+    total = sum(weight(s) for s in stems) or 1.0
+    named = {int(m) for m in MENTION.findall(turn.text)}
+    best, best_share = None, 0.0
+    for thread in going:
+        share = sum(weight(s) for s in stems if s in thread.words) / total
+        share += 0.1 if thread is current else 0.0  # the conversation at hand, by a little
+        share += 0.1 if named & set(thread.people) else 0.0
+        if share > best_share:
+            best, best_share = thread, share
+    if best is not None and best_share >= JOIN and stems:
+        return best
+    if len(stems) <= REACTION_WORDS and current is not None and turn.at - current.last <= REACTION_GAP:
+        return current  # "lol", "same!": a reaction to the conversation at hand
+    return None
+
+
+def centrality(thread: Thread, weight: Weights) -> dict[int, float]:
+    """How central each message of a thread is (message id -> score)."""
+    replies = Counter(t.reply_to_id for t in thread.turns if t.reply_to_id is not None)
+    others = max(1, len(thread.turns) - 1)
+    scores = {}
+    for index, turn in enumerate(thread.turns):
+        stems = stems_of(turn.text)
+        shared = sum(weight(s) * (thread.words[s] - 1) for s in stems) / others  # what the others also say
+        own = sum(weight(s) for s in stems) ** 0.5  # a message that says something, not a long one
+        score = shared + 0.3 * own + 1.0 * replies[turn.message_id]
+        score += 1.0 if index == 0 and len(thread.turns) > 1 else 0.0  # who opened it
+        score += 1.5 if DECIDES.search(turn.text) else 0.0
+        scores[turn.message_id] = score
+    return scores
+
+
+def keys(thread: Thread, scores: dict[int, float]) -> list[int]:
+    """The thread's KEYS most central messages (ids), most central first."""
+    ranked = sorted(thread.turns, key=lambda t: (-scores[t.message_id], t.at))
+    return [t.message_id for t in ranked[:KEYS]]
+
+
+def heft(thread: Thread, weight: Weights) -> float:
+    """How much a thread says: its telling words (each message's capped), more with more people in it."""
+    words = sum(min(10.0, sum(weight(s) for s in stems_of(t.text)) / 2) for t in thread.turns)
+    return words * (1 + 0.25 * (len(thread.people) - 1))
+
+
+def minor(thread: Thread, weight: Weights) -> bool:
+    """A lone remark or a round of greetings: told only if nothing else is."""
+    return len(thread.turns) < 2 or heft(thread, weight) < MINOR_WEIGHT
+
+
+def open_questions(thread: Thread) -> set[int]:
+    """Questions in a thread that nobody answered: no reply to them, and no one else spoke in it after them."""
+    replied = {t.reply_to_id for t in thread.turns}
+    found = set()
+    for index, turn in enumerate(thread.turns):
+        if not turn.text.rstrip().endswith("?") or turn.message_id in replied:
+            continue
+        if all(later.user_id == turn.user_id for later in thread.turns[index + 1 :]):
+            found.add(turn.message_id)
+    return found
+
+
+def title(thread: Thread, weight: Weights, *, words: int = 3) -> str:
+    """The thread's most telling words, as people wrote them ("tournament, bracket, saturday")."""
+    forms: dict[str, Counter[str]] = {}  # in the order the thread first used them: ties go to the earlier word
+    for turn in thread.turns:
+        for word in WORD.findall(MENTION.sub(" ", turn.text).casefold()):
+            if len(word) > 1 and word not in STOPWORDS and not word.isdigit():
+                forms.setdefault(stem(word), Counter())[word] += 1
+    first = {s: i for i, s in enumerate(forms)}
+    ranked = sorted(thread.words, key=lambda s: (-thread.words[s] * weight(s), first.get(s, len(first))))
+    shown = [forms[s].most_common(1)[0][0] for s in ranked[:words] if s in forms]
+    return ", ".join(shown) or "a few words"
+
+
+def about(thread: Thread, topic: Iterable[str]) -> bool:
+    """Whether a thread bears on a topic's words (any of them, as stems)."""
+    return any(stem(word) in thread.words for word in topic)
