@@ -175,7 +175,7 @@ def _numbered(
                 people,
                 len(thread.turns),
                 tuple(shown),
-                minor=threading.minor(thread, weight),
+                minor=threading.minor(thread),
             )
         )
     return told, sources

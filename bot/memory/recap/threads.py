@@ -20,11 +20,20 @@ from bot.text import MENTION, STOPWORDS, WORD, stem
 from db.search.types import Turn
 
 GAP = timedelta(hours=2)  # a thread with no message for this long is over
-JOIN = 0.3  # the share of a message's weight a thread must already hold for the message to join it
+JOIN = 0.25  # the share of a message's weight a thread must already hold for the message to join it
+KIN = 0.15  # a thread holding this much of a message's words is its subject more than a question just asked
 REACTION_WORDS = 2  # a message with at most this many telling words is a reaction to the conversation at hand
 REACTION_GAP = timedelta(minutes=10)
+ADJACENT = timedelta(minutes=3)  # an answer this soon after the channel's last message is likely to it
+ANSWER_WORDS = 4
+# Words that open a new conversation rather than answer the one at hand.
+OPENS = re.compile(
+    r"^(?:btw|by the way|anyway|also|unrelated|random(?:ly)?|question|quick question|psa|heads up|news|"
+    r"(?:has|does|did|is)\s+any(?:one|body)|any(?:one|body)|who(?:'s| is| wants)|guys|hey (?:all|everyone)|"
+    r"so,? (?:about|what about))\b",
+    re.I,
+)
 KEYS = 3  # central messages marked per thread
-MINOR_WEIGHT = 6  # a thread lighter than this (a lone remark, a round of greetings) is told only if nothing else is
 DECIDES = re.compile(
     r"\b(?:decided|decision|agreed|agree on|settled|let'?s (?:go with|do|make it|pick|use|meet)|going with|"
     r"we'?ll (?:go|do|use|meet|have|make|start|move)|it'?s (?:set|decided|settled|a deal)|deal\b|confirmed|"
@@ -112,17 +121,26 @@ def _thread_for(
     current = going[-1] if going else None
     total = sum(weight(s) for s in stems) or 1.0
     named = {int(m) for m in MENTION.findall(turn.text)}
-    best, best_share = None, 0.0
-    for thread in going:
-        share = sum(weight(s) for s in stems if s in thread.words) / total
-        share += 0.1 if thread is current else 0.0  # the conversation at hand, by a little
+    best, best_share, kin = None, 0.0, 0.0
+    for thread in going:  # what it says first: the thread that already holds most of its words
+        words = sum(weight(s) for s in stems if s in thread.words) / total
+        kin = max(kin, words)
+        share = words + (0.1 if thread is current else 0.0)  # the conversation at hand, by a little
         share += 0.1 if named & set(thread.people) else 0.0
         if share > best_share:
             best, best_share = thread, share
-    if best is not None and best_share >= JOIN and stems:
+    if best is not None and stems and (best_share >= JOIN or kin >= KIN):
         return best
-    if len(stems) <= REACTION_WORDS and current is not None and turn.at - current.last <= REACTION_GAP:
+    if current is None or OPENS.match(MENTION.sub(" ", turn.text).strip()):
+        return None  # "btw, …", "anyone …?": a new subject
+    last = current.turns[-1]
+    if len(stems) <= REACTION_WORDS and turn.at - last.at <= REACTION_GAP:
         return current  # "lol", "same!": a reaction to the conversation at hand
+    # An answer: right after the conversation's last message, from someone else, when that asked something or this
+    # says little ("me! double elimination please").
+    answers = turn.at - last.at <= ADJACENT and last.user_id != turn.user_id
+    if answers and (last.text.rstrip().endswith("?") or len(stems) <= ANSWER_WORDS):
+        return current
     return None
 
 
@@ -154,9 +172,9 @@ def heft(thread: Thread, weight: Weights) -> float:
     return words * (1 + 0.25 * (len(thread.people) - 1))
 
 
-def minor(thread: Thread, weight: Weights) -> bool:
-    """A lone remark or a round of greetings: told only if nothing else is."""
-    return len(thread.turns) < 2 or heft(thread, weight) < MINOR_WEIGHT
+def minor(thread: Thread) -> bool:
+    """Greetings and reactions, nothing more ("gm", "morning!", "lol"): told only if nothing else is."""
+    return all(len(stems_of(t.text)) <= REACTION_WORDS for t in thread.turns)
 
 
 def open_questions(thread: Thread) -> set[int]:
