@@ -9,6 +9,7 @@ decided and what was asked and left open, and the refs of the messages that matt
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -22,6 +23,7 @@ KEYS_TOLD = 3  # messages linked per thread
 QUOTE_CHARS = 160
 FLAGGED_TOLD = 2  # decisions and open questions quoted per thread
 KEY = ' key="1"'  # a thread's most central messages, as the prompt marks them
+_DECIDED = re.compile(r"^\s*(?:decided|decision|final(?:ly)?|agreed)\s*[:,-]\s*", re.I)  # "Decided: decided: …"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +101,7 @@ def extractive(threads: Sequence[RecapThread]) -> Recap:
 
 def _extract(thread: RecapThread) -> RecapItem:
     keys = [line for line in thread.lines if line.key][:KEYS_TOLD] or list(thread.lines[:1])
-    quoted = "; ".join(f"{line.author}: “{trim_to_chars(line.content, QUOTE_CHARS)}”" for line in keys[:2])
+    quoted = "; ".join(f"{line.author}: “{_quote(line.content)}”" for line in keys[:2])
     others = len(thread.people) - 2
     who = (
         " and ".join(thread.people)
@@ -111,9 +113,11 @@ def _extract(thread: RecapThread) -> RecapItem:
         thread=thread.number,
         title=thread.title,
         summary=f"{who} ({count}). {quoted}",
-        decisions=[trim_to_chars(line.content, QUOTE_CHARS) for line in thread.lines if line.decides][-FLAGGED_TOLD:],
-        open_questions=[trim_to_chars(line.content, QUOTE_CHARS) for line in thread.lines if line.open_question][
-            -FLAGGED_TOLD:
-        ],
+        decisions=[_quote(_DECIDED.sub("", line.content)) for line in thread.lines if line.decides][-FLAGGED_TOLD:],
+        open_questions=[_quote(line.content) for line in thread.lines if line.open_question][-FLAGGED_TOLD:],
         refs=[line.ref for line in keys],
     )
+
+
+def _quote(text: str) -> str:
+    return trim_to_chars(text, QUOTE_CHARS)

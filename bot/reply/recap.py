@@ -66,7 +66,7 @@ def nothing(made: Material, *, now: datetime, zone: str) -> str:
 
 def told(made: Material, recap: Recap, *, now: datetime, zone: str) -> str:
     """The recap as a message: the span, then each thread with its links."""
-    count = len(made.threads)
+    count = len([t for t in made.threads if not t.minor]) or len(made.threads)  # greetings are no conversation
     about = f" about {' '.join(made.topic)}" if made.topic else ""
     header = (
         f"Recap of {span_words(made, now=now, zone=zone)}{about}: {made.said} message{'s' if made.said != 1 else ''}"

@@ -104,8 +104,10 @@ _DECIDED = re.compile(
     r"(?:about|on|for)\b|what\s+(?:was|got|has\s+been)\s+decided\s+(?:about|on|for)\b)",
     re.I,
 )
+_MONTH_NAMES = "january|february|march|april|june|july|august|september|october|november|december"
 _LONG_AGO = re.compile(
-    r"\b(?:last\s+(?:month|year)|ago|back\s+in|in\s+(?:19|20)\d\d|(?:jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec)[a-z]*)\b",
+    rf"\b(?:last\s+(?:month|year)|ago|back\s+in|in\s+(?:19|20)\d\d|{_MONTH_NAMES}|"
+    r"(?:jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.?\s+\d)\b",
     re.I,
 )
 _FIRST_PERSON = re.compile(r"^(?:i|i'm|i've|i'd|i'll|im|my|me|mine)\b", re.I)

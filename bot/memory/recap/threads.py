@@ -25,7 +25,7 @@ KIN = 0.15  # a thread holding this much of a message's words is its subject mor
 REACTION_WORDS = 2  # a message with at most this many telling words is a reaction to the conversation at hand
 REACTION_GAP = timedelta(minutes=10)
 ADJACENT = timedelta(minutes=3)  # an answer this soon after the channel's last message is likely to it
-ANSWER_WORDS = 4
+ANSWER_WORDS = 3
 # Words that open a new conversation rather than answer the one at hand.
 OPENS = re.compile(
     r"^(?:btw|by the way|anyway|also|unrelated|random(?:ly)?|question|quick question|psa|heads up|news|"
@@ -68,10 +68,21 @@ class Thread:
         self.words.update(stems)
 
 
+# Chat's filler: words that say how, not what ("yes please, sounds good").
+FILLER = frozenset(
+    "please pls plz thanks thank thx ty yeah yes yep yup no nope nah ok okay sure lol haha lmao oh ah hmm well "
+    "like really just maybe think guess sounds good great cool nice".split()
+)
+
+
 def stems_of(text: str) -> set[str]:
     """The telling words of a message, stemmed (mentions are people, not words)."""
     plain = MENTION.sub(" ", text).casefold()
-    return {stem(w) for w in WORD.findall(plain) if len(w) > 1 and w not in STOPWORDS and not w.isdigit()}
+    return {
+        stem(w)
+        for w in WORD.findall(plain)
+        if len(w) > 1 and w not in STOPWORDS and w not in FILLER and not w.isdigit()
+    }
 
 
 class Weights:

@@ -15,12 +15,14 @@ ANA, BOB, CY, DEE = (2**60 + 1001 + i for i in range(4))
 _ids = count(2**60 + 5000)
 
 
-def said(lines: list[tuple[int, str]], *, channel: int = GENERAL, every: int = 2, replies: dict[int, int] | None = None):
+def said(
+    lines: list[tuple[int, str]], *, channel: int = GENERAL, every: int = 2, replies: dict[int, int] | None = None
+):
     """Turns a minute or two apart; `replies` maps a line's index to the index it replies to."""
     turns: list[Turn] = []
     for i, (who, text) in enumerate(lines):
         reply = turns[replies[i]].message_id if replies and i in replies else None
-        turns.append(Turn(next(_ids), channel, who, text, T0 + timedelta(minutes=every * i), reply))
+        turns.append(Turn(next(_ids), channel, who, text, T0 + timedelta(minutes=2 * i), reply))
     return turns
 
 
