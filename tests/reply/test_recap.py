@@ -111,7 +111,7 @@ async def test_the_extract_comes_in_time_whatever_the_model_does(sqlite_url, fau
     )
     assert answer.route is Route.RECAP and answer.text.startswith(f"{first}\nRecap of the server since")
     assert link(GUILD, GENERAL, ids["tournament"]) in answer.text and ids["tournament"] in answer.quoted
-    assert "decided: the tournament starts at ten" in answer.text  # quoted, unphrased
+    assert "Decided: the tournament starts at ten." in answer.text  # quoted, unphrased
 
 
 async def test_the_model_router_sends_a_recap_in_another_language(memory, llm, settings):
