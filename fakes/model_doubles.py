@@ -72,10 +72,7 @@ def recap(prompt: str) -> list[dict[str, object]]:
     opened it, citing its first message and its longest one (never a ref that was not given)."""
     told = []
     for number, body in re.findall(r'<thread number="(\d+)"[^>]*>(.*?)</thread>', prompt, re.S)[:5]:
-        said = re.findall(
-            r'<message ref="(\d+)"[^>]*><timestamp>[^<]*</timestamp><author>([^<]*)</author><content>([^<]*)</content>',
-            body,
-        )
+        said = re.findall(r'<m ref="(\d+)"[^>]* by="([^"]*)">([^<]*)</m>', body)
         if not said:
             continue
         first, longest = said[0], max(said, key=lambda m: len(m[2]))

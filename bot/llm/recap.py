@@ -12,11 +12,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime
+from xml.sax.saxutils import quoteattr
 
 from bot.llm.prompts import xml_text
 from bot.llm.schemas import Recap, RecapItem
 from bot.llm.tokens import trim_to_chars
+from bot.text import clean
 
 THREADS_TOLD = 5  # a recap tells at most this many threads (the prompt asks the model for as many)
 KEYS_TOLD = 3  # messages linked per thread
@@ -63,24 +65,25 @@ class RecapDay:
     summary: str
 
 
+def line_xml(line: RecapLine) -> str:
+    """One message as the model reads it: `<m ref="3" key="1" at="2026-11-20 09:28" by="Ana">words</m>` (a short form:
+    the markup of every line is paid for in the budget). Names and words are escaped, in attributes too."""
+    key = KEY if line.key else ""
+    at = line.timestamp.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+    return f'<m ref="{line.ref}"{key} at="{at}" by={quoteattr(clean(line.author))}>{xml_text(line.content)}</m>'
+
+
+def thread_open(number: int, messages: int, people: Sequence[str]) -> str:
+    """A thread's opening tag and who took part."""
+    return f'<thread number="{number}" messages="{messages}"><people>{xml_text(", ".join(people))}</people>'
+
+
 def threads_xml(threads: Sequence[RecapThread]) -> str:
-    """The threads as escaped XML elements (only numbers in attributes: names and words are element text)."""
-    out = []
-    for thread in threads:
-        lines = "\n".join(
-            f'<message ref="{line.ref}"{KEY if line.key else ""}>'
-            f"<timestamp>{line.timestamp.isoformat(timespec='minutes')}</timestamp>"
-            f"<author>{xml_text(line.author)}</author>"
-            f"<content>{xml_text(line.content)}</content>"
-            "</message>"
-            for line in thread.lines
-        )
-        people = xml_text(", ".join(thread.people))
-        out.append(
-            f'<thread number="{thread.number}" messages="{thread.messages}">'
-            f"<people>{people}</people>\n{lines}\n</thread>"
-        )
-    return "\n".join(out)
+    """The threads as escaped XML elements."""
+    return "\n".join(
+        "\n".join([thread_open(t.number, t.messages, t.people), *(line_xml(line) for line in t.lines), "</thread>"])
+        for t in threads
+    )
 
 
 def days_xml(days: Sequence[RecapDay]) -> str:

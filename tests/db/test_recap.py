@@ -37,4 +37,6 @@ async def test_removing_a_filter_a_recap_relies_on_leaks_into_a_recap(kind, name
     finally:
         await memory.close()
         await engine.dispose()
-    assert [marker for marker in scope_probe.MARKERS if marker in shown], f"removing {name!r} from {kind} leaked nothing"
+    assert [marker for marker in scope_probe.MARKERS if marker in shown], (
+        f"removing {name!r} from {kind} leaked nothing"
+    )

@@ -282,6 +282,4 @@ async def test_recap_is_private_links_what_matters_and_refuses_an_unreadable_tim
 
     refused = only(await slash.run("memory recap", alice, since="blorp"))
     assert refused.kind == "response"  # at once, nothing looked up
-    assert refused.content == (
-        "I couldn't read “blorp” as a time; try friday, yesterday, 3 days, 14:00 or 2026-11-10."
-    )
+    assert refused.content == ("I couldn't read “blorp” as a time; try friday, yesterday, 3 days, 14:00 or 2026-11-10.")

@@ -8,8 +8,8 @@ the model: one `recap` call for a given input, whoever asks and whenever, shared
 kept (an LRU keyed by a digest of the input) until any change in the guild drops it.
 
 The default span is "since you last spoke": in the channel the recap is about (else in the server), since the
-asker's last message before the last one anyone else said there — so a greeting just before asking is arrival,
-not presence. No span reaches back more than RECAP_MAX_DAYS.
+asker's last message before the last one anyone else said there and before the quarter of an hour before asking —
+so a greeting just before asking is arrival, not presence. No span reaches back more than RECAP_MAX_DAYS.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from db.search.types import Turn
 
 log = logging.getLogger(__name__)
 MAX_MESSAGES = 4000  # the newest a recap reads; beyond them the days' summaries tell the span
+ARRIVAL = timedelta(minutes=15)  # what the asker said this soon before asking is their arrival ("hi all, back!")
 CACHED = 256
 
 
@@ -134,14 +135,16 @@ class Recaps:
 
     async def _made(self, made: Material, turns: list[Turn], *, zone: str, server: bool) -> Material:
         """`made` with the threads and days packed, their sources and provenance."""
-        found, weight = threads.segment(turns)
+        people = {t.user_id for t in turns} | {int(m) for t in turns for m in MENTION.findall(t.text)}
+        names = await self._names.names(made.guild_id, people)
+        found, weight = threads.segment(turns, names=names.values())
         if made.topic:
             found = [t for t in found if threads.about(t, made.topic)]
-        found.sort(key=lambda t: (-threads.heft(t, weight), t.started))
+        again = threads.repeats(turns)
+        found.sort(key=lambda t: (-threads.heft(t, weight, again), t.started))
         days = await self._days(made.guild_id, made.since, made.until, zone) if server and not made.topic else []
-        people = {t.user_id for th in found for t in th.turns} | {u for _, said in days for u in said}
-        people |= {int(m) for th in found for t in th.turns for m in MENTION.findall(t.text)}
-        names = await self._names.names(made.guild_id, people)
+        if summarised := {u for _, said in days for u in said} - people:
+            names |= await self._names.names(made.guild_id, summarised)
         told_days = packing.pack_days(days, names, budget=self._budget // packing.DAYS_SHARE)
         used = packing.days_tokens(told_days)
         told, sources = packing.pack(found, weight, names, budget=self._budget - used)
@@ -156,20 +159,22 @@ class Recaps:
             sources=sources,
             members=frozenset(members),
             quoted=frozenset(t.message_id for t in shown),
-            raw_tokens=packing.raw_tokens(turns),
+            raw_tokens=packing.raw_tokens(turns, names),
         )
 
     async def _last_here(
         self, session: AsyncSession, scope: Scope, author: int, channel: int | None, now: datetime
     ) -> tuple[datetime | None, str]:
         """When the asker last spoke in the channel (else in the server): their newest message before the newest
-        anyone else said there (their own words just before asking are their arrival). None: they never did."""
+        anyone else said there, and before the ARRIVAL before asking (what they said just before asking, "hi all,
+        back!", is their arrival, even with others talking meanwhile). None: they never did."""
         places = ((channel, "here"), (None, "server")) if channel is not None else ((None, "server"),)
         for place, chosen in places:
             others = await rows.last_said(session, scope, before=now, channel_id=place, not_by=author)
             if others is None:
                 continue
-            mine = await rows.last_said(session, scope, before=others, channel_id=place, by=author)
+            before = min(others, now - ARRIVAL)
+            mine = await rows.last_said(session, scope, before=before, channel_id=place, by=author)
             if mine is not None:
                 return mine, chosen
         return None, "longest"

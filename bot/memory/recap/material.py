@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
-from bot.llm.recap import RecapDay, RecapLine, RecapThread, days_xml, extractive, threads_xml
+from bot.llm.recap import RecapDay, RecapLine, RecapThread, days_xml, extractive, line_xml, thread_open, threads_xml
 from bot.llm.schemas import Recap
 from bot.llm.tokens import estimate_tokens, trim_to_chars
 from bot.memory.names import unnamed
@@ -24,7 +24,6 @@ from bot.text import MENTION
 from db.search.types import Turn
 
 LINE_CHARS = 500  # a long message is cut: the recap needs what it is about, not all of it
-LINE_MARKUP = 25  # tokens of a line's XML, timestamp and name
 DAY_MARKUP = 15
 DAYS_SHARE = 3  # past days' summaries take at most 1/DAYS_SHARE of the budget
 
@@ -84,15 +83,28 @@ class Material:
 @dataclass
 class _Packing:
     budget: int
+    opening: list[int]  # each thread's opening tag and people, paid with its first line
     used: int = 0
     chosen: dict[int, list[Turn]] = field(default_factory=dict)  # thread index -> its lines
 
     def take(self, index: int, turn: Turn, cost: int) -> bool:
+        cost += 0 if index in self.chosen else self.opening[index]
         if self.used + cost > self.budget:
             return False
         self.used += cost
         self.chosen.setdefault(index, []).append(turn)
         return True
+
+
+def line_tokens(turn: Turn, names: Mapping[int, str]) -> int:
+    """Tokens a message takes in the prompt, markup and all (its ref counted at four digits)."""
+    line = RecapLine(9999, turn.at, names.get(turn.user_id, unnamed(turn.user_id)), line_text(turn.text, names), True)
+    return estimate_tokens(line_xml(line)) + 1  # and its line break
+
+
+def _opening(thread: Thread, names: Mapping[int, str]) -> int:
+    people = [names.get(p, unnamed(p)) for p in thread.people]
+    return estimate_tokens(thread_open(999, len(thread.turns), people) + "</thread>") + 2
 
 
 def line_text(text: str, names: Mapping[int, str]) -> str:
@@ -112,10 +124,8 @@ def pack(
     one message at a time; the refs number the lines in the order they are shown."""
     scores = [threading.centrality(t, weight) for t in threads]
     order = [_by_centrality(t, s) for t, s in zip(threads, scores, strict=True)]
-    cost = {
-        turn.message_id: estimate_tokens(line_text(turn.text, names)) + LINE_MARKUP for t in threads for turn in t.turns
-    }
-    packing = _Packing(budget)
+    cost = {turn.message_id: line_tokens(turn, names) for t in threads for turn in t.turns}
+    packing = _Packing(budget, [_opening(t, names) for t in threads])
     keys = [set(threading.keys(t, s)) for t, s in zip(threads, scores, strict=True)]
     for index in range(len(threads)):
         for turn in order[index][: len(keys[index])]:
@@ -205,6 +215,6 @@ def days_tokens(days: Sequence[RecapDay]) -> int:
     return sum(estimate_tokens(d.summary) + DAY_MARKUP for d in days)
 
 
-def raw_tokens(turns: Sequence[Turn]) -> int:
-    """Tokens of reading the span's messages whole (each as a line of the transcript)."""
-    return sum(estimate_tokens(t.text) + LINE_MARKUP for t in turns)
+def raw_tokens(turns: Sequence[Turn], names: Mapping[int, str]) -> int:
+    """Tokens of reading the span's messages whole, each as a line of the prompt."""
+    return sum(line_tokens(t, names) for t in turns)

@@ -3,7 +3,8 @@
 A busy channel carries several conversations at once. A message joins the thread it replies to; otherwise the
 open thread of its channel that shares most of its telling words (weighted by how rare each word is in the span),
 if it shares enough; a few words of reaction ("lol", "same!") join the channel's latest thread; anything else
-opens a new one. A thread closes after GAP without a message. Within a thread, a message is central when it holds
+opens a new one. A thread closes after GAP without a message, and what it is about is what its opener and its
+latest messages say. Within a thread, a message is central when it holds
 much of the vocabulary the others share, when others reply to it, when it opens the thread or settles something.
 """
 
@@ -19,13 +20,15 @@ from datetime import datetime, timedelta
 from bot.text import MENTION, STOPWORDS, WORD, stem
 from db.search.types import Turn
 
-GAP = timedelta(hours=2)  # a thread with no message for this long is over
+GAP = timedelta(hours=1)  # a thread with no message for this long is over
+RECENT = 6  # a message is compared with what the thread's opener and its latest messages say
 JOIN = 0.25  # the share of a message's weight a thread must already hold for the message to join it
-KIN = 0.15  # a thread holding this much of a message's words is its subject more than a question just asked
+KIN = 0.2  # a thread other than the one at hand holding this much of a message's words keeps it from answering
 REACTION_WORDS = 2  # a message with at most this many telling words is a reaction to the conversation at hand
-REACTION_GAP = timedelta(minutes=10)
+REACTION_GAP = timedelta(minutes=3)
 ADJACENT = timedelta(minutes=3)  # an answer this soon after the channel's last message is likely to it
 ANSWER_WORDS = 3
+QUESTION_OPEN = timedelta(minutes=10)  # a thread opened by a question takes a first answer this long
 # Words that open a new conversation rather than answer the one at hand.
 OPENS = re.compile(
     r"^(?:btw|by the way|anyway|also|unrelated|random(?:ly)?|question|quick question|psa|heads up|news|"
@@ -34,6 +37,8 @@ OPENS = re.compile(
     re.I,
 )
 KEYS = 3  # central messages marked per thread
+SHARED = 4  # a word's weight counts for a thread this many times at most
+SETTLED = 5.0  # what a decision adds to a thread's heft
 DECIDES = re.compile(
     r"\b(?:decided|decision|agreed|agree on|settled|let'?s (?:go with|do|make it|pick|use|meet)|going with|"
     r"we'?ll (?:go|do|use|meet|have|make|start|move)|it'?s (?:set|decided|settled|a deal)|deal\b|confirmed|"
@@ -49,6 +54,13 @@ class Thread:
     channel_id: int
     turns: list[Turn] = field(default_factory=list)
     words: Counter[str] = field(default_factory=Counter)  # stem -> messages of the thread holding it
+    said: list[set[str]] = field(default_factory=list)  # each message's stems
+
+    @property
+    def talking_of(self) -> set[str]:
+        """What the thread is about now: its opener's words and its latest messages' (a long thread drifts, and a
+        thread holding every word of a day would draw every message in)."""
+        return self.said[0].union(*self.said[-RECENT:]) if self.said else set()
 
     @property
     def started(self) -> datetime:
@@ -66,6 +78,7 @@ class Thread:
     def add(self, turn: Turn, stems: set[str]) -> None:
         self.turns.append(turn)
         self.words.update(stems)
+        self.said.append(stems)
 
 
 # Chat's filler: words that say how, not what ("yes please, sounds good").
@@ -75,13 +88,13 @@ FILLER = frozenset(
 )
 
 
-def stems_of(text: str) -> set[str]:
-    """The telling words of a message, stemmed (mentions are people, not words)."""
+def stems_of(text: str, *, drop: frozenset[str] = frozenset()) -> set[str]:
+    """The telling words of a message, stemmed: mentions and the words in `drop` (members' names) say who, not what."""
     plain = MENTION.sub(" ", text).casefold()
     return {
         stem(w)
         for w in WORD.findall(plain)
-        if len(w) > 1 and w not in STOPWORDS and w not in FILLER and not w.isdigit()
+        if len(w) > 1 and w not in STOPWORDS and w not in FILLER and w not in drop and not w.isdigit()
     }
 
 
@@ -101,9 +114,11 @@ class Weights:
         return self._idf.get(word, self._unseen)
 
 
-def segment(turns: list[Turn]) -> tuple[list[Thread], Weights]:
-    """The threads of `turns` (oldest first), in the order they began, and the words' weights in the span."""
-    said = [stems_of(t.text) for t in turns]
+def segment(turns: list[Turn], *, names: Iterable[str] = ()) -> tuple[list[Thread], Weights]:
+    """The threads of `turns` (oldest first), in the order they began, and the words' weights in the span; `names`:
+    members' names, which say who, not what ("Rui, check your dms", "thanks Mira!")."""
+    drop = frozenset(w for name in names for w in WORD.findall(name.casefold()) if len(w) > 1)
+    said = [stems_of(t.text, drop=drop) for t in turns]
     weight = Weights(said)
     threads: list[Thread] = []
     of_message: dict[int, Thread] = {}
@@ -134,25 +149,34 @@ def _thread_for(
     named = {int(m) for m in MENTION.findall(turn.text)}
     best, best_share, kin = None, 0.0, 0.0
     for thread in going:  # what it says first: the thread that already holds most of its words
-        words = sum(weight(s) for s in stems if s in thread.words) / total
-        kin = max(kin, words)
+        about = thread.talking_of
+        words = sum(weight(s) for s in stems if s in about) / total
+        kin = max(kin, words if thread is not current else 0.0)
         share = words + (0.1 if thread is current else 0.0)  # the conversation at hand, by a little
         share += 0.1 if named & set(thread.people) else 0.0
         if share > best_share:
             best, best_share = thread, share
-    if best is not None and stems and (best_share >= JOIN or kin >= KIN):
+    if best is not None and stems and best_share >= JOIN:
         return best
-    if current is None or OPENS.match(MENTION.sub(" ", turn.text).strip()):
-        return None  # "btw, …", "anyone …?": a new subject
+    if current is None or kin >= KIN or OPENS.match(MENTION.sub(" ", turn.text).strip()):
+        return None  # "btw, …", "anyone …?", or words of another conversation: no answer to this one
     last = current.turns[-1]
     if len(stems) <= REACTION_WORDS and turn.at - last.at <= REACTION_GAP:
         return current  # "lol", "same!": a reaction to the conversation at hand
     # An answer: right after the conversation's last message, from someone else, when that asked something or this
-    # says little ("me! double elimination please").
+    # says little ("me! double elimination please"); or soon after a question someone opened a thread with.
     answers = turn.at - last.at <= ADJACENT and last.user_id != turn.user_id
     if answers and (last.text.rstrip().endswith("?") or len(stems) <= ANSWER_WORDS):
         return current
-    return None
+    asked = [
+        t
+        for t in going
+        if t.turns[0].text.rstrip().endswith("?")
+        and t.turns[0].user_id != turn.user_id
+        and turn.at - t.started <= QUESTION_OPEN
+        and len({x.user_id for x in t.turns}) == 1  # nobody has answered yet
+    ]
+    return asked[-1] if asked else None
 
 
 def centrality(thread: Thread, weight: Weights) -> dict[int, float]:
@@ -160,8 +184,7 @@ def centrality(thread: Thread, weight: Weights) -> dict[int, float]:
     replies = Counter(t.reply_to_id for t in thread.turns if t.reply_to_id is not None)
     others = max(1, len(thread.turns) - 1)
     scores = {}
-    for index, turn in enumerate(thread.turns):
-        stems = stems_of(turn.text)
+    for index, (turn, stems) in enumerate(zip(thread.turns, thread.said, strict=True)):
         shared = sum(weight(s) * (thread.words[s] - 1) for s in stems) / others  # what the others also say
         own = sum(weight(s) for s in stems) ** 0.5  # a message that says something, not a long one
         score = shared + 0.3 * own + 1.0 * replies[turn.message_id]
@@ -177,15 +200,33 @@ def keys(thread: Thread, scores: dict[int, float]) -> list[int]:
     return [t.message_id for t in ranked[:KEYS]]
 
 
-def heft(thread: Thread, weight: Weights) -> float:
-    """How much a thread says: its telling words (each message's capped), more with more people in it."""
-    words = sum(min(10.0, sum(weight(s) for s in stems_of(t.text)) / 2) for t in thread.turns)
-    return words * (1 + 0.25 * (len(thread.people) - 1))
+def heft(thread: Thread, weight: Weights, repeats: set[int]) -> float:
+    """How much a thread says: the words its messages share (what it is about, each counted up to SHARED times, a
+    message repeating an earlier one of the span saying nothing new), what it settles, more with more people."""
+    counts: Counter[str] = Counter()
+    for turn, stems in zip(thread.turns, thread.said, strict=True):
+        if turn.message_id not in repeats:
+            counts.update(stems)
+    shared = sum(weight(s) * min(n, SHARED) for s, n in counts.items() if n >= 2)
+    settled = sum(1 for t in thread.turns if DECIDES.search(t.text))
+    return (shared + SETTLED * settled) * (1 + 0.25 * min(len(thread.people) - 1, 3))
+
+
+def repeats(turns: Iterable[Turn]) -> set[int]:
+    """Messages that say again, word for word, what was said before them in the span ("night all!", a meme)."""
+    seen: set[str] = set()
+    again = set()
+    for turn in turns:
+        said = " ".join(WORD.findall(MENTION.sub(" ", turn.text).casefold()))
+        if said in seen:
+            again.add(turn.message_id)
+        seen.add(said)
+    return again
 
 
 def minor(thread: Thread) -> bool:
     """Greetings and reactions, nothing more ("gm", "morning!", "lol"): told only if nothing else is."""
-    return all(len(stems_of(t.text)) <= REACTION_WORDS for t in thread.turns)
+    return all(len(stems) <= REACTION_WORDS for stems in thread.said)
 
 
 def open_questions(thread: Thread) -> set[int]:

@@ -12,13 +12,14 @@ import pytest
 from sqlalchemy import func, select
 
 from bot.llm.client import LLM
+from bot.llm.recap import threads_xml
 from bot.llm.tokens import estimate_tokens
 from bot.llm.usage import UsageRecorder
 from bot.memory import coherence
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from bot.memory.recap.face import RecapAsk
-from bot.memory.recap.material import LINE_MARKUP, Material
+from bot.memory.recap.material import Material
 from db.engine import create_engine, create_session_factory
 from db.models import LlmCall
 from fakes.gemini_stub import GeminiStub
@@ -125,8 +126,7 @@ async def test_never_more_than_the_budget_and_every_thread_keeps_its_central_mes
     finally:
         await memory.close()
     assert made.said == 120 and len(made.threads) == 2
-    cost = sum(estimate_tokens(line.content) + LINE_MARKUP for thread in made.threads for line in thread.lines)
-    assert cost <= 300 < made.raw_tokens
+    assert estimate_tokens(threads_xml(made.threads)) <= 300 < made.raw_tokens
     assert all(any(line.key for line in thread.lines) for thread in made.threads)
 
 
