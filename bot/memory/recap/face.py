@@ -14,9 +14,11 @@ so a greeting just before asking is arrival, not presence. No span reaches back 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
+from functools import partial
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -29,7 +31,7 @@ from bot.memory.coherence import Generations
 from bot.memory.flight import SingleFlight
 from bot.memory.names import NameDirectory
 from bot.memory.recap import material as packing
-from bot.memory.recap import span, threads
+from bot.memory.recap import span
 from bot.memory.recap.material import Material
 from bot.memory.summaries.daily import Summaries
 from bot.text import MENTION
@@ -39,6 +41,7 @@ from db.search.types import Turn
 
 log = logging.getLogger(__name__)
 MAX_MESSAGES = 4000  # the newest a recap reads; beyond them the days' summaries tell the span
+ON_LOOP = 300  # a span of more messages is threaded and packed off the event loop
 ARRIVAL = timedelta(minutes=15)  # what the asker said this soon before asking is their arrival ("hi all, back!")
 CACHED = 256
 
@@ -137,29 +140,26 @@ class Recaps:
         """`made` with the threads and days packed, their sources and provenance."""
         people = {t.user_id for t in turns} | {int(m) for t in turns for m in MENTION.findall(t.text)}
         names = await self._names.names(made.guild_id, people)
-        found, weight = threads.segment(turns, names=names.values())
-        if made.topic:
-            found = [t for t in found if threads.about(t, made.topic)]
-        again = threads.repeats(turns)
-        found.sort(key=lambda t: (-threads.heft(t, weight, again), t.started))
         days = await self._days(made.guild_id, made.since, made.until, zone) if server and not made.topic else []
         if summarised := {u for _, said in days for u in said} - people:
             names |= await self._names.names(made.guild_id, summarised)
         told_days = packing.pack_days(days, names, budget=self._budget // packing.DAYS_SHARE)
-        used = packing.days_tokens(told_days)
-        told, sources = packing.pack(found, weight, names, budget=self._budget - used)
+        budget = self._budget - packing.days_tokens(told_days)
+        # Threading a busy day is ~0.1 s of Python: in a thread of its own, the event loop gets its turns meanwhile.
+        span = partial(packing.from_span, turns, names, topic=made.topic, budget=budget)
+        told, sources, said, raw = await asyncio.to_thread(span) if len(turns) > ON_LOOP else span()
         shown = list(sources.values())
         members = {t.user_id for t in shown} | {int(m) for t in shown for m in MENTION.findall(t.text)}
         members |= {u for d, said in days for u in said if any(x.day == d for x in told_days)}
         return replace(
             made,
-            said=sum(len(t.turns) for t in found),
+            said=said,
             threads=tuple(told),
             days=tuple(told_days),
             sources=sources,
             members=frozenset(members),
             quoted=frozenset(t.message_id for t in shown),
-            raw_tokens=packing.raw_tokens(turns, names),
+            raw_tokens=raw,
         )
 
     async def _last_here(

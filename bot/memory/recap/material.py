@@ -113,6 +113,20 @@ def line_text(text: str, names: Mapping[int, str]) -> str:
     return trim_to_chars(named, LINE_CHARS)
 
 
+def from_span(
+    turns: Sequence[Turn], names: Mapping[int, str], *, topic: Sequence[str], budget: int
+) -> tuple[list[RecapThread], dict[int, Turn], int, int]:
+    """A span's threads (about `topic`, if any), the biggest first, packed into `budget`: the threads, what each
+    ref stands for, how many messages the threads hold, and the tokens of reading the span whole."""
+    found, weight = threading.segment(list(turns), names=names.values())
+    if topic:
+        found = [t for t in found if threading.about(t, topic)]
+    again = threading.repeats(turns, names=names.values())
+    found.sort(key=lambda t: (-threading.heft(t, weight, again), t.started))
+    told, sources = pack(found, weight, names, budget=budget)
+    return told, sources, sum(len(t.turns) for t in found), raw_tokens(turns, names)
+
+
 def pack(
     threads: Sequence[Thread],
     weight: Weights,

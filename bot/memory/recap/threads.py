@@ -38,7 +38,7 @@ OPENS = re.compile(
 )
 KEYS = 3  # central messages marked per thread
 SHARED = 4  # a word's weight counts for a thread this many times at most
-SETTLED = 5.0  # what a decision adds to a thread's heft
+SETTLED = 30.0  # what a decision adds to a thread's heft (two at most): what a recap is asked for first
 DECIDES = re.compile(
     r"\b(?:decided|decision|agreed|agree on|settled|let'?s (?:go with|do|make it|pick|use|meet)|going with|"
     r"we'?ll (?:go|do|use|meet|have|make|start|move)|it'?s (?:set|decided|settled|a deal)|deal\b|confirmed|"
@@ -55,6 +55,7 @@ class Thread:
     turns: list[Turn] = field(default_factory=list)
     words: Counter[str] = field(default_factory=Counter)  # stem -> messages of the thread holding it
     said: list[set[str]] = field(default_factory=list)  # each message's stems
+    members: set[int] = field(default_factory=set)  # who took part
 
     @property
     def talking_of(self) -> set[str]:
@@ -79,6 +80,7 @@ class Thread:
         self.turns.append(turn)
         self.words.update(stems)
         self.said.append(stems)
+        self.members.add(turn.user_id)
 
 
 # Chat's filler: words that say how, not what ("yes please, sounds good").
@@ -117,7 +119,7 @@ class Weights:
 def segment(turns: list[Turn], *, names: Iterable[str] = ()) -> tuple[list[Thread], Weights]:
     """The threads of `turns` (oldest first), in the order they began, and the words' weights in the span; `names`:
     members' names, which say who, not what ("Rui, check your dms", "thanks Mira!")."""
-    drop = frozenset(w for name in names for w in WORD.findall(name.casefold()) if len(w) > 1)
+    drop = _name_words(names)
     said = [stems_of(t.text, drop=drop) for t in turns]
     weight = Weights(said)
     threads: list[Thread] = []
@@ -138,6 +140,10 @@ def segment(turns: list[Turn], *, names: Iterable[str] = ()) -> tuple[list[Threa
     return threads, weight
 
 
+def _name_words(names: Iterable[str]) -> frozenset[str]:
+    return frozenset(w for name in names for w in WORD.findall(name.casefold()) if len(w) > 1)
+
+
 def _thread_for(
     turn: Turn, stems: set[str], going: list[Thread], of_message: dict[int, Thread], weight: Weights
 ) -> Thread | None:
@@ -153,7 +159,7 @@ def _thread_for(
         words = sum(weight(s) for s in stems if s in about) / total
         kin = max(kin, words if thread is not current else 0.0)
         share = words + (0.1 if thread is current else 0.0)  # the conversation at hand, by a little
-        share += 0.1 if named & set(thread.people) else 0.0
+        share += 0.1 if named and named & thread.members else 0.0
         if share > best_share:
             best, best_share = thread, share
     if best is not None and stems and best_share >= JOIN:
@@ -174,7 +180,7 @@ def _thread_for(
         if t.turns[0].text.rstrip().endswith("?")
         and t.turns[0].user_id != turn.user_id
         and turn.at - t.started <= QUESTION_OPEN
-        and len({x.user_id for x in t.turns}) == 1  # nobody has answered yet
+        and len(t.members) == 1  # nobody has answered yet
     ]
     return asked[-1] if asked else None
 
@@ -208,19 +214,22 @@ def heft(thread: Thread, weight: Weights, repeats: set[int]) -> float:
         if turn.message_id not in repeats:
             counts.update(stems)
     shared = sum(weight(s) * min(n, SHARED) for s, n in counts.items() if n >= 2)
-    settled = sum(1 for t in thread.turns if DECIDES.search(t.text))
+    settled = min(2, sum(1 for t in thread.turns if DECIDES.search(t.text)))
     return (shared + SETTLED * settled) * (1 + 0.25 * min(len(thread.people) - 1, 3))
 
 
-def repeats(turns: Iterable[Turn]) -> set[int]:
-    """Messages that say again, word for word, what was said before them in the span ("night all!", a meme)."""
-    seen: set[str] = set()
+def repeats(turns: Iterable[Turn], *, names: Iterable[str] = ()) -> set[int]:
+    """Messages that say again what was said before them in the span, word for word or all but one word ("night
+    all!", "is Arcane worth starting?" after "is Severance worth starting?"): templated chatter, no news."""
+    drop = _name_words(names)
+    seen: set[frozenset[str]] = set()
     again = set()
     for turn in turns:
-        said = " ".join(WORD.findall(MENTION.sub(" ", turn.text).casefold()))
-        if said in seen:
+        said = frozenset(stems_of(turn.text, drop=drop)) or frozenset(WORD.findall(turn.text.casefold()))
+        near = {said} | ({said - {word} for word in said} if len(said) >= 3 else set())
+        if near & seen:
             again.add(turn.message_id)
-        seen.add(said)
+        seen |= near
     return again
 
 
