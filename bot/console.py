@@ -135,7 +135,7 @@ class Console:
     async def _message(self, text: str) -> None:
         author = member_id(self.speaker)
         content = re.sub(r"@([\w.-]+)", lambda m: self._mention(m.group(1)), text)
-        content = re.sub(r"(?<![\w&])#([\w-]+)", lambda m: f"<#{channel_id(m.group(1))}>", content)
+        content = re.sub(r"(?<![\w&])#([\w-]+)", lambda m: self._channel(m.group(1)), content)
         replied = self.lines[self.reply_to - 1] if self.reply_to else None
         self.reply_to = None
         addressed = address(
@@ -191,6 +191,11 @@ class Console:
         channels = {channel_id(name): name for name in (self.channel, *self._channels)}
         rendered = re.sub(r"<#(\d+)>", lambda m: f"#{channels.get(int(m.group(1)), 'a channel')}", rendered)
         return defuse(rendered)
+
+    def _channel(self, name: str) -> str:
+        """`#name` as Discord writes a channel mention (and the channel known by name from now on)."""
+        self._channels.add(name.casefold())
+        return f"<#{channel_id(name)}>"
 
     def _mention(self, name: str) -> str:
         if name.casefold() == self.settings.bot_name.casefold():
