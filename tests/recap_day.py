@@ -38,7 +38,8 @@ async def a_day(memory: MemoryManager) -> dict[str, int]:
     ids["migration"] = await say(memory, at, DEE, "heads up: the server migration is tonight, expect downtime")
     await say(memory, at + timedelta(minutes=4), BOB, "how long is the migration downtime?")
     ids["secret"] = await say(memory, at + timedelta(minutes=6), DEE, "the surprise party for Ana is a secret", SECRET)
-    await say(memory, NOW - timedelta(minutes=1), ANA, "hi all, I'm back")  # arrival, not presence
+    await say(memory, NOW - timedelta(minutes=2), ANA, "hi all, I'm back")  # arrival, not presence …
+    await say(memory, NOW - timedelta(minutes=1), BOB, "welcome back Ana")  # … even when others answer it
     await memory.flush()
     return ids
 
