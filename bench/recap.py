@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.common import print_table, sqlite_engine
-from bench.recap_guild import ASKER, BACK, CHANNELS, GUILD, Day, day
+from bench.recap_guild import AFTER, ASKER, BACK, CHANNELS, GUILD, Day, day
 from bot.app import responder_for
 from bot.llm.client import LLM
 from bot.llm.tokens import estimate_tokens
@@ -127,7 +127,7 @@ def report(results: dict[tuple[str, int], Tally], runs: int) -> None:
         )
     headers = ["model", "messages in span", "threads found", "both keys", "recap tokens", "raw span tokens",
                "raw / recap", "gather ms"]  # fmt: skip
-    print_table(f"Recap of a day away, {runs} seeds, {len(results) and 4} planted threads each", headers, rows)
+    print_table(f"Recap of a day away, {runs} seeds, {AFTER} planted threads each", headers, rows)
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
