@@ -42,7 +42,10 @@ Type a message to say it as the current speaker. Talk to the bot by starting wit
 ("{bot}, remember that I like tea") or by mentioning @{bot_lower}.
   /as NAME        speak as NAME (anyone; created on first use)
   @NAME           mention someone in a message
+  #NAME           mention a channel in a message ("catch me up on #events")
+  /in NAME        speak in channel NAME (default general; created on first use)
   /reply N        your next message replies to line N
+  /wait 3h        move the clock forward (m, h or d; as if you were away)
   /day +N         move the clock N days forward (summaries are per day)
   /context NAME   show exactly what memory would give the bot about NAME
   /stats          what is stored
@@ -55,6 +58,12 @@ def message_ids() -> Iterator[int]:
     discord_epoch_ms = 1_420_070_400_000
     start = (int(datetime.now(UTC).timestamp() * 1000) - discord_epoch_ms) << 22
     return itertools.count(start + random.randrange(1 << 16))
+
+
+def channel_id(name: str) -> int:
+    """A stable ID for a console channel: the first one, general, is CHANNEL."""
+    name = name.lstrip("#").casefold()
+    return CHANNEL if name == "general" else (1 << 60) + 20_000 + zlib.crc32(name.encode())
 
 
 def member_id(name: str) -> int:
@@ -71,9 +80,11 @@ class Console:
     clock: FakeClock
     out: TextIO
     speaker: str = "alice"
+    channel: str = "general"
     reply_to: int | None = None
     lines: list[IncomingMessage] = field(default_factory=list)
     ids: Iterator[int] = field(default_factory=message_ids)
+    _channels: set[str] = field(default_factory=set)  # the channels spoken in, by name
 
     def say(self, text: str) -> None:
         """Print a line of output."""
@@ -99,6 +110,13 @@ class Console:
         elif name == "as" and arg:
             self.speaker = arg.lstrip("@")
             self.say(f"(you are now {self.speaker})")
+        elif name == "in" and arg:
+            self.channel = arg.lstrip("#").casefold()
+            self.say(f"(you are now in #{self.channel})")
+        elif name == "wait" and (match := re.fullmatch(r"\+?(\d+)\s*([mhd])", arg)):
+            unit = {"m": "minutes", "h": "hours", "d": "days"}[match.group(2)]
+            self.clock.advance(**{unit: int(match.group(1))})
+            self.say(f"(it is now {self.clock.now():%A %Y-%m-%d %H:%M} UTC)")
         elif name == "reply" and arg.isdigit() and 1 <= int(arg) <= len(self.lines):
             self.reply_to = int(arg)
             self.say(f"(your next message replies to line {arg})")
@@ -119,6 +137,7 @@ class Console:
     async def _message(self, text: str) -> None:
         author = member_id(self.speaker)
         content = re.sub(r"@([\w.-]+)", lambda m: self._mention(m.group(1)), text)
+        content = re.sub(r"(?<![\w&])#([\w-]+)", lambda m: self._channel(m.group(1)), content)
         replied = self.lines[self.reply_to - 1] if self.reply_to else None
         self.reply_to = None
         addressed = address(
@@ -138,7 +157,7 @@ class Console:
             addressed,
             reply_to_author_id=replied.author_id if replied else None,
             reply_to_text=replied.content if replied else None,
-            channel_id=CHANNEL,
+            channel_id=channel_id(self.channel),
             message_id=message.message_id,
             bot_user_id=BOT_ID,
         )
@@ -171,7 +190,14 @@ class Console:
         """The model's words as a member would see them: mentions as names, @everyone and @here inert."""
         bot = {BOT_ID: self.settings.bot_name}
         [rendered] = await self.app.memory.directory.render_all_mentions(GUILD, [text], also=bot)
+        channels = {channel_id(name): name for name in (self.channel, *self._channels)}
+        rendered = re.sub(r"<#(\d+)>", lambda m: f"#{channels.get(int(m.group(1)), 'a channel')}", rendered)
         return defuse(rendered)
+
+    def _channel(self, name: str) -> str:
+        """`#name` as Discord writes a channel mention (and the channel known by name from now on)."""
+        self._channels.add(name.casefold())
+        return f"<#{channel_id(name)}>"
 
     def _mention(self, name: str) -> str:
         if name.casefold() == self.settings.bot_name.casefold():
@@ -182,9 +208,10 @@ class Console:
         self, author: int, name: str, content: str, replied: IncomingMessage | None, kind: Kind
     ) -> IncomingMessage:
         self.clock.advance(seconds=30)
+        self._channels.add(self.channel)
         message = IncomingMessage(
             GUILD,
-            CHANNEL,
+            channel_id(self.channel),
             next(self.ids),
             author,
             name,

@@ -88,6 +88,8 @@ class Settings(BaseSettings):
     summary_lease_seconds: float = Field(default=90.0, ge=1, le=3600)
     recall_half_life_days: float = Field(default=180.0, ge=0, le=36_500)
     recall_token_budget: int = Field(default=2000, ge=200, le=1_000_000)
+    recap_token_budget: int = Field(default=3000, ge=300, le=1_000_000)
+    recap_max_days: int = Field(default=7, ge=1, le=366)
     embedding_model: str | None = "local"
     embedding_dimensions: int = Field(default=256, ge=128, le=3072)  # what the Gemini API accepts
     embedding_requests_per_minute: int = Field(default=100, ge=1, le=1_000_000)

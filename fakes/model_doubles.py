@@ -49,7 +49,11 @@ def scripted_model(request: Asked) -> Reply:  # noqa: PLR0911 -- one return per 
             return as_json({"route": "remember", "subject": "me", "fact": match["fact"]})
         if match := re.match(r"(?i)wer ist (?P<who>.+?)\??$", message):
             return as_json({"route": "about", "subject": match["who"]})
+        if re.search(r"(?i)\bverpasst\b", message):  # "was habe ich verpasst?"
+            return as_json({"route": "recap"})
         return as_json({"route": "chat"})
+    if "<threads>" in prompt:
+        return as_json({"threads": recap(prompt)})
     if "<transcript>" in prompt:
         pairs = re.findall(r"<author_id>(\d+)</author_id><author>([^<]*)</author><content>([^<]*)</content>", prompt)
         said: dict[str, list[str]] = {}
@@ -74,6 +78,27 @@ def scripted_model(request: Asked) -> Reply:  # noqa: PLR0911 -- one return per 
         return text(reply + (f" | channel: {channel}" if channel else ""))
     facts = element(prompt, "facts")
     return text(facts[len(facts) // 2 :])
+
+
+def recap(prompt: str) -> list[dict[str, object]]:
+    """A recap as a model might write it, mechanically: every thread titled by its first words, summarised by who
+    opened it, citing its first message and its longest one (never a ref that was not given)."""
+    told = []
+    for number, body in re.findall(r'<thread number="(\d+)"[^>]*>(.*?)</thread>', prompt, re.S)[:5]:
+        said = re.findall(r'<m ref="(\d+)"[^>]* by="([^"]*)">([^<]*)</m>', body)
+        if not said:
+            continue
+        first, longest = said[0], max(said, key=lambda m: len(m[2]))
+        words = html.unescape(first[2]).split()
+        told.append(
+            {
+                "thread": int(number),
+                "title": "(stub) " + " ".join(words[:4]),
+                "summary": f"(stub model) {html.unescape(first[1])} opened it: {html.unescape(first[2])}",
+                "refs": sorted({int(first[0]), int(longest[0])}),
+            }
+        )
+    return told
 
 
 class RefuseOffline(OfflineProvider):

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
+from bot.memory.recap.face import RecapAsk
 from bot.settings import Settings
 from db.records import Kind
 from fakes.models import model_stack
@@ -104,6 +105,18 @@ async def build(engine: AsyncEngine, settings: Settings, *, vectors: bool = Fals
     return memory
 
 
+async def recaps(memory: MemoryManager) -> str:
+    """What recaps asked in G's public channel are made from and tell: of the whole server and of the channel, over
+    both days (the span's messages and the stored summaries of its whole past days), and by default."""
+    shown = []
+    for asked in ("what happened this week?", "what happened here this week?", "what did I miss?"):
+        made = await memory.recollection.gather_recap(RecapAsk(GUILD, BOB, asked, PUB))
+        told = await memory.recollection.phrase_recap(made)
+        shown += [str(v) for k, v in made.variables("Elefant").items() if k.endswith("_xml")]
+        shown.append(told.recap.model_dump_json())
+    return "\n".join(shown)
+
+
 def _fields(m: object) -> dict[str, object]:
     return {name: getattr(m, name) for name in m.__dataclass_fields__}  # type: ignore[attr-defined]
 
@@ -123,6 +136,7 @@ async def probe(memory: MemoryManager) -> Findings:
     if memory.vectors is not None:  # meaning-only candidates: the newest messages of the guild
         for hit in await memory.recollection.recall(GUILD, "something unrelated entirely", channel_id=PUB, limit=50):
             found.add(f"vectors {hit.kind}", hit.text)
+    found.add("recap", await recaps(memory))
     for member in (ALICE, CAROL, BOB):
         found.add("context", await memory.recollection.context(GUILD, member, patient=True) or "")
     found.add("export", await memory.admin.export(GUILD, ALICE))

@@ -306,3 +306,97 @@ async def test_make_run_against_a_model_remembers_recalls_chats_and_forgets(tmp_
     if isinstance(stub, OpenAIStub):
         assert {r.model for r in stub.requests} == {"stub-model"}
         assert {r.format_type for r in stub.requests} == {None, "json_schema"}  # the probe's question and forget
+
+
+MISSED_A_DAY = """\
+/as bob
+the pizza order from last night was cold
+/as cy
+cold pizza again? we should switch pizza places
+/as ana
+morning all, off to work, back tonight
+/wait 1h
+/as bob
+who's in for the chess tournament on saturday? we need eight players
+/as cy
+me! double elimination bracket please
+/as bob
+decided: the tournament starts saturday at ten
+/wait 2h
+/in events
+/as cy
+the bake sale moved to sunday, bring cookies
+/as dee
+I'll bake lemon cookies for the bake sale
+/wait 2h
+/in general
+heads up: the server migration is tonight, expect downtime
+/as bob
+how long is the migration downtime?
+/wait 3h
+/as ana
+hi all, I'm back
+Elefant, what did I miss?
+"""
+
+
+def _recap_shown(stdout: str, database: Path) -> tuple[str, set[str], dict[str, str]]:
+    """The recap as the console printed it, the links in it, and each stored message's link by its words."""
+    import re
+    import sqlite3
+
+    from bot.console import GUILD
+
+    printed = stdout.split("] Elefant: ", 1)[1]
+    with sqlite3.connect(database) as db:
+        rows = db.execute("SELECT message_text, channel_id, message_id FROM chat_history").fetchall()
+    links = {text: f"https://discord.com/channels/{GUILD}/{c}/{m}" for text, c, m in rows}
+    return printed, set(re.findall(r"<(https://discord\.com/channels/[\d/]+)>", printed)), links
+
+
+def test_what_did_i_miss_after_a_day_away_offline(tmp_path):
+    result = run(["console", "--at", "2026-03-02T09:00:00"], tmp_path, MISSED_A_DAY)
+    assert result.returncode == 0, result.stderr
+    recap, linked, links = _recap_shown(result.stdout, tmp_path / "console.db")
+    # Since ana's "morning all" (the clock moves 30 s a line): the three threads begun after she left, by name.
+    assert recap.startswith("Recap of the server since you last spoke in the server (Mon 09:01)")
+    for title in ("tournament", "bake", "migration"):
+        assert title in recap
+    assert "pizza" not in recap  # before she left
+    assert "#events" in recap  # channels by name, as a member would see them
+    openers = (
+        "who's in for the chess tournament on saturday? we need eight players",
+        "the bake sale moved to sunday, bring cookies",
+        "heads up: the server migration is tonight, expect downtime",
+    )
+    assert {links[text] for text in openers} <= linked
+    assert links["the pizza order from last night was cold"] not in linked
+
+
+async def test_what_did_i_miss_after_a_day_away_with_the_model(tmp_path, stub):
+    """The same day with the Gemini stub's scripted model: its recap, its refs turned into the messages' links."""
+    import asyncio
+
+    env = {k: v for k, v in os.environ.items() if k not in {"DISCORD_TOKEN"}}
+    env |= {
+        "DATABASE_URL": f"sqlite:///{tmp_path}/console.db",
+        "GEMINI_API_KEY": "test-key",
+        "GEMINI_BASE_URL": stub.base_url,
+        "EMBEDDING_MODEL": "none",
+        "PYTHONPATH": str(ROOT),
+    }
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "console", "--at", "2026-03-02T09:00:00",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        cwd=tmp_path, env=env,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(MISSED_A_DAY.encode()), timeout=120)
+    assert process.returncode == 0, err.decode()
+    recap, linked, links = _recap_shown(out.decode(), tmp_path / "console.db")
+    assert recap.startswith("Recap of the server since you last spoke in the server (Mon 09:01)")
+    assert "(stub model) bob opened it: who's in for the chess tournament" in recap
+    assert "(stub model) cy opened it: the bake sale moved to sunday" in recap
+    assert "(stub model) dee opened it: heads up: the server migration" in recap
+    assert links["who's in for the chess tournament on saturday? we need eight players"] in linked
+    assert "pizza" not in recap
+    assert len([r for r in stub.requests if "<threads>" in r.prompt_text]) == 1  # one model call

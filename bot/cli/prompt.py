@@ -58,7 +58,7 @@ async def prompt(guild_id: int, user_id: int, channel_id: int | None, at: dateti
         answer = await responder.respond(request)
         waiting = await app.memory.admin.unembedded_count()
     click.echo(f"route: {answer.route.value}")
-    sent = recorder.last("chat")
+    sent = recorder.last("recap" if answer.route is Route.RECAP else "chat")
     if sent is None:
         click.echo("(this route answers without the model)")
     else:

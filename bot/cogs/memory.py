@@ -1,4 +1,5 @@
-"""`/memory`: what the bot keeps about you — see it, export it, stop it, delete it. Every answer is private.
+"""`/memory`: what the bot keeps about you — see it, export it, stop it, delete it — and a recap of what you
+missed. Every answer is private.
 
 Admins (Manage Server) may also look at other members with `show`, `export` and `history`; everything
 that changes other people's memory lives in `/memory-admin`.
@@ -14,12 +15,15 @@ from discord.ext import commands
 
 from bot.cogs.replies import Confirm, answer, markdown_file, self_or_admin
 from bot.memory.admin import rows_in_words
+from bot.memory.recap.span import named_span
+from bot.reply.routing import Request, Route
 
 if TYPE_CHECKING:
     from bot.discord_bot import ElefantBot
     from bot.memory.facts.store import Revision
 
 REVISIONS_SHOWN = 15
+SINCE_EXAMPLES = "friday, yesterday, 3 days, 14:00 or 2026-11-10"
 
 
 def revision_lines(revisions: list[Revision], names: dict[int, str], texts: list[str]) -> list[str]:
@@ -98,6 +102,33 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             file=markdown_file(text, f"elefant-{guild_id}-{subject.id}.md"),
         )
 
+    @app_commands.command(name="recap", description="What was said while you were away: the threads, with links")
+    @app_commands.describe(
+        channel="Only this channel (and its threads); by default the whole server",
+        since=f"From when: {SINCE_EXAMPLES}; by default since you last spoke",
+    )
+    async def recap(
+        self,
+        interaction: discord.Interaction,
+        channel: discord.TextChannel | discord.Thread | None = None,
+        since: str | None = None,
+    ) -> None:
+        """The same recap as "Elefant, catch me up on #channel since …", privately, within the reply deadline."""
+        assert interaction.guild_id is not None
+        guild_id = interaction.guild_id
+        when = _since(since)
+        asked = " ".join(filter(None, (f"<#{channel.id}>" if channel else None, when)))
+        if since is not None and named_span(when or "", self._directory.now(), self._directory.zone(guild_id)) is None:
+            await answer(interaction, f"I couldn't read “{since}” as a time; try {SINCE_EXAMPLES}.")
+            return
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        request = Request(
+            guild_id, interaction.user.id, asked or "what did I miss?", channel_id=interaction.channel_id,
+            route=Route.RECAP,
+        )  # fmt: skip
+        told = await self.bot.responder.respond_within(request, deadline=self.bot.settings.reply_deadline_seconds)
+        await answer(interaction, told.text)
+
     @app_commands.command(name="optout", description="Stop storing your messages in this server")
     async def optout(self, interaction: discord.Interaction) -> None:
         """Stops at once; then offers to delete what is already stored."""
@@ -152,3 +183,11 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             "the summaries about you in this server. It cannot be undone. Go ahead?",
             view=view,
         )
+
+
+def _since(since: str | None) -> str | None:
+    """The `since` option as a recap request says it ("friday" → "since friday")."""
+    if since is None or not since.strip():
+        return None
+    text = " ".join(since.split())
+    return text if text.casefold().startswith("since ") else f"since {text}"

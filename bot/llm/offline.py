@@ -2,7 +2,8 @@
 
 It works from the structured inputs of an operation (not by parsing the prompt): remember appends a
 sentence unless it is a (near) duplicate, forget removes matching sentences, summaries quote the most
-informative lines, merges are labelled concatenations within the budget.
+informative lines, merges are labelled concatenations within the budget, recaps quote each thread's most
+central messages (bot/llm/recap.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from bot.llm.budget import assemble, memory_sections
 from bot.llm.prompts import ChatLine
+from bot.llm.recap import extractive
 from bot.llm.schemas import DailySummaries, ForgetResult, RouteDecision, UserSummary
 from bot.llm.tokens import estimate_tokens, sentences, trim_to_chars
 from bot.llm.types import Call, LLMResult
@@ -174,6 +176,9 @@ class OfflineProvider:
             text = merge_context(
                 v["facts"], v["current_day"], v["history"], v.get("earlier", ""), max_tokens=int(v["max_tokens"])
             )
+        elif operation == "recap":
+            parsed = extractive(v["threads"])
+            text = parsed.model_dump_json()
         elif operation == "chat":
             text = chat(v["memory"], v["author"], str(v.get(OFFLINE_REASON, "none")), str(v.get("message", "")))
         else:

@@ -45,6 +45,7 @@ OPERATIONS = (
     "historical_summary",
     "merge_context",
     "chat",
+    "recap",
 )
 _SPLIT = re.compile(r"^=== user ===$", re.M)
 # Values no member writes: the bot's configured name, dates, times, sizes. Nothing else enters the system part.

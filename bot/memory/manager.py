@@ -36,6 +36,7 @@ from bot.memory.names import NameDirectory
 from bot.memory.recall import Recall
 from bot.memory.recall.embedding import EmbeddingWorker, Replies, dimensions_of, encoder
 from bot.memory.recall.vectors import VectorIndex
+from bot.memory.recap.face import Recaps
 from bot.memory.recollection import Recollection
 from bot.memory.summaries.claims import Claims
 from bot.memory.summaries.context import ContextBuilder
@@ -216,8 +217,21 @@ class MemoryManager:
             self.vectors.drop(change.guild_id)  # rebuilt from SQL, where deleted messages took their vectors along
         if self.embedding is not None:
             self.embedding.drop(change.guild_id)  # texts waiting to be embedded may be deleted or rewritten ones
+        self.recaps.drop(change.guild_id)  # a recap told from a deleted message or an opted-out member's goes
 
     def _build_faces(self) -> None:
+        self.recaps = Recaps(
+            self.sessions,
+            llm=self._llm,
+            names=self.names,
+            choices=self.choices,
+            clock=self.clock,
+            summaries=self.summaries,
+            generations=self.generations,
+            budget_tokens=self.settings.recap_token_budget,
+            max_days=self.settings.recap_max_days,
+            bot_name=self.settings.bot_name,
+        )
         self.directory = Directory(self.names, choices=self.choices, clock=self.clock, window=self.window)
         self.intake = Intake(
             self.queue,
@@ -246,6 +260,7 @@ class MemoryManager:
             budget_tokens=self.settings.recall_token_budget,
             vectors_ready=self._vectors_ready,
             wait_seconds=lambda: self.settings.memory_wait_seconds,
+            recaps=self.recaps,
             follow_others=self.changes.feed.catch_up,
         )
         self.admin = Admin(
@@ -304,6 +319,7 @@ class MemoryManager:
             reports.update(self.summaries.cache_reports())
         if self.context is not None:
             reports["merged context"] = self.context.cache_report()
+        reports["recaps"] = self.recaps.cache_report()
         return reports
 
     async def flush(self) -> None:
@@ -323,6 +339,7 @@ class MemoryManager:
         # outlive the engine and leave a connection to the garbage collector.
         if self.scheduler is not None:
             await self.scheduler.close()
+        await self.recaps.close()
         for part in (self.context, self.rollups, self.summaries):
             if part is not None:
                 await part.close()

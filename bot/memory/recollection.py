@@ -1,4 +1,5 @@
-"""Recollection: what memory gives a reply — a member's merged context, and recall of what was said.
+"""Recollection: what memory gives a reply — a member's merged context, recall of what was said, and recaps of a
+span ("what did I miss?").
 
 The responder and the views of memory (/memory context, `show`, `recall`) ask here; how the context is merged
 and cached lives in bot/memory/summaries/, how recall searches and ranks in bot/memory/recall.
@@ -24,6 +25,8 @@ from bot.memory.recall.embedding import Replies
 from bot.memory.recall.question import Question, asks_after, parts_of
 from bot.memory.recall.question import read as read_question
 from bot.memory.recall.ranking import distinct, interleave
+from bot.memory.recap.face import Phrased, RecapAsk, Recaps
+from bot.memory.recap.material import Material
 from bot.memory.summaries.context import ContextBuilder
 from bot.text import MENTION
 
@@ -46,9 +49,11 @@ class Recollection:
         budget_tokens: int,
         vectors_ready: Callable[[int | None], Awaitable[bool]],
         wait_seconds: Callable[[], float],
+        recaps: Recaps,
         follow_others: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._recall = recall
+        self._recaps = recaps
         self._follow_others = follow_others
         self._facts = facts
         self._context = context
@@ -106,6 +111,15 @@ class Recollection:
             wait_seconds=self._wait_seconds(),
             found=found,
         )
+
+    async def gather_recap(self, asked: RecapAsk) -> Material:
+        """What a recap ("what did I miss?") is made from: the span's threads and days' summaries within the read
+        scope of the channel asked in, and its extract; never asks the model (bot/memory/recap/)."""
+        return await self._recaps.gather(asked)
+
+    async def phrase_recap(self, made: Material) -> Phrased:
+        """The recap of what `gather_recap` gathered: one model call per input, shared and kept until a change."""
+        return await self._recaps.phrase(made)
 
     def remembered(self, guild_id: int, user_id: int) -> str | None:
         """What this process still has in mind about a member without reading the database: the last context

@@ -120,7 +120,7 @@ class ReplyDeadline:
             # are in time again: in a burst against a slow model a line per reply was the flood.
             log.debug("reply to message %s passed the %.1f s deadline", request.message_id, deadline)
             self._lateness.failed(f"the {deadline:.1f} s deadline passed; answering from memory", source=SOURCE)
-            answer = await self._slow_answer(request, progress)
+            answer = _recap_extract(progress) or await self._slow_answer(request, progress)
         for observer in self._observers:
             observer(answer.route, time.perf_counter() - started, late)
         told = self._reports.pop((request.guild_id, request.author_id), [])
@@ -237,6 +237,13 @@ class _Progress:
 
     committing: Decision | None = None  # a facts change is under way: it must finish
     found: Answer | None = None  # recall: the sources, before the model phrases an answer from them
+
+
+def _recap_extract(progress: _Progress) -> Answer | None:
+    """A recap's extract, if that is how far the answer got: all a late recap needs is in it."""
+    if (extract := progress.found) is None or extract.route is not Route.RECAP:
+        return None
+    return replace(extract, text=f"{SLOW}, so this recap only quotes the messages that matter.\n{extract.text}")
 
 
 _PROGRESS: ContextVar[_Progress | None] = ContextVar("elefant_reply_progress", default=None)

@@ -1,4 +1,4 @@
-"""Turns a routed request into the bot's answer: facts operations, what-do-you-know, and chat.
+"""Turns a routed request into the bot's answer: facts operations, what-do-you-know, recall, recaps and chat.
 
 Front ends (Discord, console, tests) call `Responder.respond_within`, which answers within a deadline whatever
 the model does (bot/reply/deadline.py), or `respond`; it knows nothing about discord.py.
@@ -18,7 +18,7 @@ from bot.memory.directory import Directory
 from bot.memory.facts.face import Facts
 from bot.memory.recall import Found
 from bot.memory.recollection import Recollection
-from bot.reply import cite
+from bot.reply import cite, recap
 from bot.reply.deadline import Answer, ReplyDeadline, under_way
 from bot.reply.routing import Decision, Request, Route, asks, fast_route, third_person
 
@@ -101,10 +101,8 @@ class Responder:
             if refusal := self._refusal(request, decision, is_admin):
                 return Answer(refusal, decision.route)
             return await self._change_facts(request, decision)
-        if decision.route is Route.ABOUT:
-            subject = decision.subject_id
-            assert subject is not None
-            return Answer(await self._about(request, subject), Route.ABOUT, members=frozenset({subject}))
+        if decision.route in {Route.ABOUT, Route.RECAP}:
+            return await self._tell(request, decision)
         # What the model receives from memory, whatever the route: routing chooses the form of the answer, never
         # how much is remembered.
         remembered = await self._recollection.for_reply(asked(request), found=found)
@@ -130,6 +128,14 @@ class Responder:
         reply = await self._recall_chatter(request, remembered.text)
         text = f"{reply}\n\nSources:\n" + "\n".join(f"• {line}" for line in sources)
         return Answer(text, Route.RECALL, members=members, quoted=quoted)
+
+    async def _tell(self, request: Request, decision: Decision) -> Answer:
+        """What memory holds about someone (about), or what a span held (a recap: not about the asker)."""
+        if decision.route is Route.RECAP:
+            return await recap.recap(self._recollection, self._directory, request)
+        subject = decision.subject_id
+        assert subject is not None
+        return Answer(await self._about(request, subject), Route.ABOUT, members=frozenset({subject}))
 
     def _refusal(self, request: Request, decision: Decision, is_admin: bool) -> str | None:
         """Why a facts change may not happen, or None."""

@@ -1,4 +1,4 @@
-"""Understanding messages addressed to the bot: remember / forget / about / chat, on plain data.
+"""Understanding messages addressed to the bot: remember / forget / about / recall / recap / chat, on plain data.
 
 A deterministic fast path handles the common phrasings (so they work offline); the responder asks the model
 router (bot/reply/model_turns.py `ModelTurns.route`) for the rest. Nothing here imports discord.py.
@@ -23,6 +23,7 @@ class Route(StrEnum):
     FORGET = "forget"
     ABOUT = "about"
     RECALL = "recall"
+    RECAP = "recap"
     CHAT = "chat"
 
 
@@ -39,6 +40,7 @@ class Request:
     message_id: int | None = None
     mentioned_user_ids: tuple[int, ...] = ()
     bot_user_id: int | None = None  # who "this" is when someone replies to the bot itself
+    route: Route | None = None  # a front end that already knows what is asked (/memory recap): no routing
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,28 @@ _RECALL_QUESTION = re.compile(
     r"^(?:when|what|who|where|which|how|did|was|were)\b.*\b(?:did|said|say|says|mention(?:ed)?|decided?|agreed?|"
     r"talk(?:ed)?|told|wrote|post(?:ed)?|shared?|plan(?:ned)?|ago|yesterday|last\s+(?:week|month|year|time))\b",
     re.I | re.S,
+)
+# "What did I miss?": a recap of a span, not a search of the whole past (bot/reply/recap.py).
+_RECAP = re.compile(
+    _LEAD + r"(?:what\s+(?:did|have|'?ve)\s+i\s+miss(?:ed)?\b|what'?s?\s+i\s+missed\b|catch\s+me\s+up\b|"
+    r"fill\s+me\s+in\b|(?:bring|get)\s+me\s+up\s+to\s+speed\b|(?:give\s+me\s+|can\s+i\s+get\s+)?(?:a\s+)?"
+    r"(?:recap|tl;?dr)\b|summari[sz]e\s+(?:here|this|the\s+(?:channel|server|day|week)|today|<#)|"
+    r"what(?:'?s|\s+has|\s+is)?\s+(?:been\s+)?(?:happening|going\s+on)\s+(?:here|in\s+<#|lately|today|this)|"
+    r"what\s+happened\s+(?:here|in\s+<#|while|since|today|this\s+(?:morning|week|weekend)|overnight|yesterday))",
+    re.I,
+)
+# "What did we decide about the tournament?": the recent threads about it — unless it points further back than a
+# recap reaches ("… about the trip last month?"), which is a question about the past (recall).
+_DECIDED = re.compile(
+    _LEAD + r"(?:what\s+(?:did|have)\s+(?:we|you\s+(?:all|guys)|everyone|people|they)\s+(?:decide|agree)d?\s+"
+    r"(?:about|on|for)\b|what\s+(?:was|got|has\s+been)\s+decided\s+(?:about|on|for)\b)",
+    re.I,
+)
+_MONTH_NAMES = "january|february|march|april|june|july|august|september|october|november|december"
+_LONG_AGO = re.compile(
+    rf"\b(?:last\s+(?:month|year)|ago|back\s+in|in\s+(?:19|20)\d\d|{_MONTH_NAMES}|"
+    r"(?:jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.?\s+\d)\b",
+    re.I,
 )
 _FIRST_PERSON = re.compile(r"^(?:i|i'm|i've|i'd|i'll|im|my|me|mine)\b", re.I)
 _SELF = {"me", "myself", "i", "my self"}
@@ -135,11 +159,11 @@ async def fast_route(request: Request, names: NameResolver) -> Decision | None:
     if match := _REMEMBER_THIS.match(text):
         return await _remember_this(request, match.group("who"), names)
     if (match := _ABOUT.match(text)) and not _POSSESSIVE.search(match.group("who")):
-        subject = await _subject_from_name(request, match.group("who"), names)
-        if subject.unknown_name is not None and not subject.candidates:
-            # No member goes by it: "who is Dr Patel?", "tell me about the tournament" ask what was said.
-            return Decision(Route.RECALL)
-        return Decision(Route.ABOUT, subject.subject_id, None, subject.candidates, subject.unknown_name)
+        return await _about(request, match.group("who"), names)
+    # A slash command says what it asks. A recap before recall: "what did we decide about …" asks for the recent
+    # threads about it, not for a search of everything ever said.
+    if request.route is not None or _RECAP.match(text) or (_DECIDED.match(text) and not _LONG_AGO.search(text)):
+        return Decision(request.route or Route.RECAP)
     searchable = bool(words_of(MENTION.sub(" ", text)))  # "what did I say?" is about the chat at hand
     if _RECALL_LEAD.match(text):  # before "remember …": "do you remember when" is a question, not a fact
         return Decision(Route.RECALL if searchable else Route.CHAT)
@@ -149,6 +173,15 @@ async def fast_route(request: Request, names: NameResolver) -> Decision | None:
             subject = await _subject_of_fact(request, fact, names)
             return Decision(route, subject.subject_id, fact, subject.candidates, subject.unknown_name)
     return Decision(Route.RECALL) if searchable and _RECALL_QUESTION.match(text) else None
+
+
+async def _about(request: Request, who: str, names: NameResolver) -> Decision:
+    """ "who is X?", "what do you know about X?": about a member; about someone or something no member goes by
+    ("who is Dr Patel?", "tell me about the tournament"), a question of what was said."""
+    subject = await _subject_from_name(request, who, names)
+    if subject.unknown_name is not None and not subject.candidates:
+        return Decision(Route.RECALL)
+    return Decision(Route.ABOUT, subject.subject_id, None, subject.candidates, subject.unknown_name)
 
 
 async def _remember_this(request: Request, who: str | None, names: NameResolver) -> Decision | None:

@@ -91,6 +91,17 @@ def test_prompt_prints_the_route_and_what_the_model_receives_as_at_t(imported, t
     assert "<message>good morning! sunny today</message>" in chat.stdout and AFTER not in chat.stdout
 
 
+def test_prompt_prints_a_recaps_prompt_with_nothing_said_after_t(imported, tmp_path):
+    asked = ["prompt", "--guild", str(PETS.id), "--user", str(BOB.id), "--at", (T + timedelta(hours=2)).isoformat()]
+    result = run_cli([*asked, "Elefant, catch me up on the last 3 days"], imported, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("route: recap\n=== system ===\nYou are Elefant, a Discord bot")
+    user = result.stdout.split("=== user ===\n", 1)[1].split("=== answer (offline) ===")[0]
+    assert 'by="Ana">I adopted a kitten named Pixel</m>' in user
+    assert f'by="Ana">the kitten Pixel ran away to {AFTER}</m>' in user  # an hour after T, before the moment
+    assert f"famous in {AFTER}" not in result.stdout  # said two days after T
+
+
 def test_prompt_shows_a_facts_change_without_making_it(imported, tmp_path):
     asked = ["prompt", "--guild", str(PETS.id), "--user", str(ANA.id), "Elefant, remember that I like dogs"]
     result = run_cli(asked, imported, tmp_path)

@@ -98,7 +98,7 @@ def test_admin_group_is_hidden_by_default_and_both_are_guild_only(bot):
     admin = {o["name"] for o in payloads["memory-admin"]["options"]}
     assert admin == {"stats", "purge", "revert", "channel", "timezone"}
     member = {o["name"] for o in payloads["memory"]["options"]}
-    assert member == {"show", "history", "export", "optout", "optin", "forget-me"}
+    assert member == {"show", "history", "export", "optout", "optin", "forget-me", "recap"}
 
 
 @pytest.mark.parametrize(
@@ -259,3 +259,27 @@ async def test_channel_scope_timezone_and_stats(bot, people, slash):
     stats = only(await slash.run("memory-admin stats", bob, admin=True)).content
     assert "Messages stored: 3 from 2 members; facts about 2 members" in stats
     assert "merged context 50% of 2" in stats and "Database size" in stats
+
+
+async def test_recap_is_private_links_what_matters_and_refuses_an_unreadable_time(bot, people, slash):
+    alice, bob = people
+    guild = dpytest.get_config().guilds[0]
+    general, staff = guild.text_channels
+    opened = await dpytest.message("who's in for the chess tournament on saturday? we need eight", member=bob)
+    await dpytest.message("and the tournament bracket should be double elimination", member=bob)
+    await dpytest.message("the bake sale moved to sunday, bring cookies", channel=staff, member=bob)
+    await bot.memory.flush()
+
+    told = only(await slash.run("memory recap", alice))
+    assert told.kind == "followup"  # deferred first: a recap may wait for the model
+    assert told.content.startswith("Recap of the server in the last 7 days")  # alice never spoke: the longest
+    assert "tournament" in told.content and "bake sale" in told.content
+    assert f"<https://discord.com/channels/{guild.id}/{general.id}/{opened.id}>" in told.content
+
+    only_staff = only(await slash.run("memory recap", alice, channel=staff, since="yesterday"))
+    assert only_staff.content.startswith(f"Recap of <#{staff.id}> since yesterday")
+    assert "bake sale" in only_staff.content and "tournament" not in only_staff.content
+
+    refused = only(await slash.run("memory recap", alice, since="blorp"))
+    assert refused.kind == "response"  # at once, nothing looked up
+    assert refused.content == ("I couldn't read “blorp” as a time; try friday, yesterday, 3 days, 14:00 or 2026-11-10.")

@@ -116,6 +116,35 @@ async def test_unknown_name_is_reported():
     assert decision is not None and decision.needs_subject and decision.unknown_name == "Zed"
 
 
+@pytest.mark.parametrize(
+    ("text", "route"),
+    [
+        ("what did I miss?", Route.RECAP),
+        ("hey, what have I missed", Route.RECAP),
+        ("catch me up on <#1152921504606847176> since Friday", Route.RECAP),
+        ("what happened here this week?", Route.RECAP),
+        ("what's been going on here", Route.RECAP),
+        ("fill me in", Route.RECAP),
+        ("tl;dr please", Route.RECAP),
+        ("recap of the last 3 hours", Route.RECAP),
+        ("what did we decide about the tournament?", Route.RECAP),
+        ("what was decided on the venue", Route.RECAP),
+        # further back than a recap reaches, or about something else: a question about the past
+        ("What did we decide about the trip last month?", Route.RECALL),
+        ("what did we decide about the venue in March?", Route.RECALL),
+        ("what happened at the party last year?", Route.RECALL),
+        ("do you remember when we decided on pizza", Route.RECALL),
+    ],
+)
+async def test_catching_up_is_a_recap_and_the_far_past_stays_recall(text, route):
+    assert (await fast_route(req(text), NAMES)).route is route  # type: ignore[union-attr]
+
+
+async def test_a_front_end_that_knows_the_route_is_not_routed_again():
+    decision = await fast_route(req("<#1152921504606847176> since friday", route=Route.RECAP), NAMES)
+    assert decision is not None and decision.route is Route.RECAP
+
+
 @pytest.mark.parametrize("text", ["how are you?", "tell a joke", "what's the weather", "remember this"])
 async def test_everything_else_goes_to_the_router(text):
     assert await fast_route(req(text), NAMES) is None

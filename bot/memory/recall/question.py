@@ -171,7 +171,7 @@ def time_window(text: str, now: datetime, zone: str = "UTC") -> tuple[datetime, 
 
 def _explicit_window(low: str, today: date, tz: ZoneInfo) -> tuple[datetime, datetime] | None:
     """A date (a day either side: people round), a month or a year the question names, or None."""
-    if day := _named_day(low, today):
+    if day := named_day(low, today):
         start = datetime(day.year, day.month, day.day, tzinfo=tz)
         return start - timedelta(days=1), start + timedelta(days=2)
     if match := _MONTH.search(low):
@@ -184,7 +184,7 @@ def _explicit_window(low: str, today: date, tz: ZoneInfo) -> tuple[datetime, dat
     return None
 
 
-def _named_day(low: str, today: date) -> date | None:
+def named_day(low: str, today: date) -> date | None:
     """ "2022-05-07", "May 7th, 2022", "7 May": the day named (without a year, the last such day begun)."""
     if match := _ISO_DATE.search(low):
         year, month, day = (int(g) for g in match.groups())

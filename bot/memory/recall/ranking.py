@@ -92,6 +92,11 @@ def relative_age(then: datetime, now: datetime) -> str:
     return f"{years} year{'s' if years != 1 else ''} ago"
 
 
+def jump_url(guild_id: int, channel_id: int | None, message_id: int) -> str:
+    """Discord's link to a message."""
+    return f"https://discord.com/channels/{guild_id}/{channel_id}/{message_id}"
+
+
 @dataclass(frozen=True, slots=True)
 class Hit:
     """One recalled item: a message (with a jump link) or a member's daily summary."""
@@ -114,7 +119,7 @@ class Hit:
         """Discord's link to the message, or None for a summary."""
         if self.message_id is None:
             return None
-        return f"https://discord.com/channels/{self.guild_id}/{self.channel_id}/{self.message_id}"
+        return jump_url(self.guild_id, self.channel_id, self.message_id)
 
     def label(self, now: datetime, zone: str) -> str:
         """'2026-10-03, 7 weeks ago' in the guild's time zone."""
