@@ -54,6 +54,7 @@ ABLATIONS = {
     "  without reading questions in parts": Options(parts=False),
     "  without dropping repeats": Options(repeats=False),
     "  without ranking questions below answers": Options(asking=False),
+    "  without the named member's feedback search": Options(feedback=False),
 }
 Result = dict[str, tuple[float, float]]
 

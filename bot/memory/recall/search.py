@@ -9,6 +9,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
+from functools import partial
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -32,6 +33,8 @@ log = logging.getLogger(__name__)
 POOL = 120  # full-text candidates, whatever the number of results asked for
 MEMBER_POOL = 200  # a named member's own candidates (and those of the time asked about)
 VECTOR_POOL = 200
+FEEDBACK_HITS = 5  # the named member's best hits that say what a question is about in their words
+FEEDBACK_WEIGHT = 0.5  # their mean beside the question's own vector
 RECENT_SHARE = 0.2  # "recently": the last fifth of the guild's stored span …
 RECENT_DAYS = (3.0, 90.0)  # … but at least a few days and at most a season
 EncodeQuery = Callable[[str], Awaitable[np.ndarray]]
@@ -50,6 +53,7 @@ class Options:
     parts: bool = True  # a message asking several questions searched part by part (bot/memory/recollection.py)
     repeats: bool = True  # repeats of what a better hit says dropped (ranking.distinct)
     asking: bool = True  # a message that asks ranks below one that tells (ranking.ASKING_PENALTY)
+    feedback: bool = True  # a named member's best hits search again for the rest of an answer (more_like_the_best)
 
 
 class Recall:
@@ -118,15 +122,55 @@ class Recall:
             turns.setdefault(turn.message_id, turn)
         if query is not None and self._index is not None:  # the words' candidates get their cosine too
             cosine |= await self._index.similarity(guild_id, query, [m for m in turns if m not in cosine])
-        hits = rank_messages(
-            guild_id, question.terms, list(turns.values()), cosine, now=now, window=window, members=members,
+        rank = partial(
+            rank_messages, guild_id, question.terms, now=now, window=window, members=members,
             half_life_days=self.half_life_days, words=self.options.text, counted=counted, recent=recent,
             asking=self.options.asking,
         )  # fmt: skip
+        hits = rank(list(turns.values()), cosine)
+        if query is not None and members and self.options.feedback:
+            again = await self._more_like_the_best(
+                guild_id, query, hits, turns, cosine, members=list(members), here=here
+            )
+            hits = rank(*again)
         found = hits, rank_summaries(guild_id, terms, summary_rows, tz)
         for observer in self._observers:
             observer(time.perf_counter() - started)
         return found
+
+    async def _more_like_the_best(
+        self,
+        guild_id: int,
+        query: np.ndarray,
+        hits: list[Hit],
+        turns: dict[int, Turn],
+        cosine: dict[int, float],
+        *,
+        members: list[int],
+        here: int | None,
+    ) -> tuple[list[Turn], dict[int, float]]:
+        """The candidates again after the named member's best few told what the question is about in their own
+        words (pseudo-relevance feedback): an answer spread over weeks ("which sports does Ravi play?": bouldering
+        one week, a tennis league the next) resembles its other parts more than it resembles the question. Each
+        candidate's meaning is then the nearer of the two, the question's or the feedback's."""
+        assert self._index is not None
+        best = [h.message_id for h in hits if h.user_id in members and h.message_id is not None][:FEEDBACK_HITS]
+        seen = await self._index.vectors_of(guild_id, [m for m in best if m is not None])
+        if not len(seen):
+            return list(turns.values()), cosine
+        shifted = query + FEEDBACK_WEIGHT * seen.mean(axis=0)
+        shifted = (shifted / max(float(np.linalg.norm(shifted)), 1e-12)).astype(np.float32)
+        found: dict[int, float] = {}
+        for member in members:
+            found.update(await self._index.search(guild_id, shifted, MEMBER_POOL, author=member))
+        new = [m for m in found if m not in turns]
+        if new:
+            async with self._sessions() as session:
+                for turn in await turn_store.messages_by_id(session, guild_id, new, here=here):
+                    turns[turn.message_id] = turn
+        nearer = await self._index.similarity(guild_id, shifted, [m for m in turns if m not in found])
+        merged = {m: max(cosine.get(m, 0.0), found.get(m, nearer.get(m, 0.0))) for m in turns}
+        return list(turns.values()), merged
 
     async def _recent_part(self, guild_id: int, now: datetime) -> Window | None:
         """What "recently" means in this guild at `now`: the last RECENT_SHARE of its stored span up to its newest

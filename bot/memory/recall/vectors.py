@@ -257,6 +257,17 @@ class VectorIndex:
             return self._one_by_one(guild, query, message_ids)
         return dict(zip(message_ids, (vectors @ query).tolist(), strict=True))
 
+    async def vectors_of(self, guild_id: int, message_ids: list[int]) -> np.ndarray:
+        """The stored vectors of the given messages that have one, as rows (none: an empty array)."""
+        guild = await self._guild(guild_id)
+        rows = []
+        for message_id in message_ids:
+            try:
+                rows.append(guild.index.reconstruct(int(message_id)))
+            except RuntimeError:  # no vector (yet) for that message
+                continue
+        return np.vstack(rows) if rows else np.zeros((0, self.dim), dtype=np.float32)
+
     @staticmethod
     def _one_by_one(guild: _Guild, query: np.ndarray, message_ids: list[int]) -> dict[int, float]:
         found: dict[int, float] = {}
