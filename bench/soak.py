@@ -19,6 +19,7 @@ day is summarised as the scheduler does; statistics, embedding and caches run as
 
     python -m bench.soak                          # SQLite and PostgreSQL, ~180,000 messages (about 25 minutes)
     python -m bench.soak --messages 20000 --sqlite-only
+    python -m bench.soak --no-answers            # the control: the same guild, the bot never answering
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -92,9 +94,17 @@ class Soak:
     """One database living through the guild."""
 
     def __init__(
-        self, engine: AsyncEngine, conv: Conversation, asked: list[Asked], embedder: CachedEmbedder, seed: int
+        self,
+        engine: AsyncEngine,
+        conv: Conversation,
+        asked: list[Asked],
+        embedder: CachedEmbedder,
+        seed: int,
+        *,
+        answering: bool = True,
     ) -> None:
         self.conv, self.asked, self.seed = conv, asked, seed
+        self.answering = answering  # False: the control, a guild whose messages to the bot get no answer
         self.clock = FakeClock(LIVES_FROM - timedelta(days=1))
         self.recorder = RecordingProvider(OfflineProvider())
         self.llm = LLM(None, prompts=load_prompts(), offline=self.recorder)
@@ -134,8 +144,11 @@ class Soak:
                 if message.timestamp.date() != day:  # a day ended: the scheduler summarises it
                     day = message.timestamp.date()
                     await self._summarise()
-                if to_bot:
+                if to_bot and self.answering:
                     self.replies.append((await self._answer(message, self.replying))[0])
+                elif to_bot:  # the control: stored as written to the bot, never answered
+                    addressed = address(message.text, bot_user_id=BOT_ID, bot_name="Elefant", replied_to_bot=False)
+                    await self.memory.intake.message(self._incoming(message, stored_kind(addressed)))
                 else:
                     await self.memory.intake.message(self._incoming(message, Kind.SPEECH))
             if month is not None:
@@ -370,8 +383,18 @@ def report(name: str, points: list[Checkpoint]) -> None:
     )
 
 
-async def run(messages: int, *, postgres: str | None, seed: int) -> dict[str, list[Checkpoint]]:
+async def run(
+    messages: int, *, postgres: str | None, seed: int, answering: bool = True, per_band: int | None = None
+) -> dict[str, list[Checkpoint]]:
+    """Live the guild on SQLite (and PostgreSQL), report each; `per_band`: at most so many planted questions of
+    each band at each checkpoint (a quick check)."""
     conv, asked = soak_guild(messages, seed)
+    if per_band is not None:
+        taken: Counter[tuple[int, str]] = Counter()
+        for item in list(asked):
+            taken[(item.month, item.band)] += 1
+            if taken[(item.month, item.band)] > per_band:
+                asked.remove(item)
     speech = (m.text for m, to_bot in itertools.chain(((m, False) for m in History.of(conv).iter_messages()),
                                                       lived(conv, seed)) if not to_bot)  # fmt: skip
     embedder = await CachedEmbedder.for_texts(speech, name=f"soak-{messages}-{seed}")
@@ -384,7 +407,7 @@ async def run(messages: int, *, postgres: str | None, seed: int) -> dict[str, li
             with tempfile.TemporaryDirectory() as folder:
                 began = time.perf_counter()
                 async with opening(Path(folder)) as engine:  # type: ignore[attr-defined]
-                    soak = Soak(engine, conv, asked, embedder, seed)
+                    soak = Soak(engine, conv, asked, embedder, seed, answering=answering)
                     results[name] = await soak.live(Path(folder) / "export")
                 print(f"{name}: lived {messages:,} messages in {time.perf_counter() - began:.0f} s")
                 report(name, results[name])
@@ -399,8 +422,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--postgres", default=DEFAULT_POSTGRES, help="a PostgreSQL URL to create a database in")
     parser.add_argument("--sqlite-only", action="store_true")
+    parser.add_argument("--questions", type=int, help="at most this many planted questions per band and checkpoint")
+    parser.add_argument(
+        "--no-answers", action="store_true", help="the control: what members write to the bot is stored, not answered"
+    )
     args = parser.parse_args()
-    asyncio.run(run(args.messages, postgres=None if args.sqlite_only else args.postgres, seed=args.seed))
+    postgres = None if args.sqlite_only else args.postgres
+    asyncio.run(
+        run(args.messages, postgres=postgres, seed=args.seed, answering=not args.no_answers, per_band=args.questions)
+    )
 
 
 if __name__ == "__main__":
