@@ -62,11 +62,16 @@ async def around(
         )
         # A hit that asks: the turns after it, where its answer is ("what did the vet say?" → "nothing serious,
         # just a sprained paw", which shares no word with any later question), someone's line in between or not.
-        after = ANSWERING if hit.text.rstrip().endswith("?") else 1
-        sides.append(
-            f"SELECT message_id FROM (SELECT x.message_id FROM chat_history AS x WHERE x.channel_id = :c{i} "
-            f"AND x.message_id > :n{i} ORDER BY x.message_id LIMIT {after}) AS a{i}"
-        )
+        if hit.text.rstrip().endswith("?"):
+            sides.append(
+                f"SELECT message_id FROM (SELECT x.message_id FROM chat_history AS x WHERE x.channel_id = :c{i} "
+                f"AND x.message_id > :n{i} ORDER BY x.message_id LIMIT {ANSWERING}) AS a{i}"
+            )
+        else:
+            sides.append(
+                f"SELECT (SELECT min(x.message_id) FROM chat_history AS x WHERE x.channel_id = :c{i} "
+                f"AND x.message_id > :n{i})"
+            )
     parents = [h.reply_to_id for h in hits if h.reply_to_id is not None]
     # The ids first, each source on its own index, then their rows: one WHERE with the sources OR-ed together
     # made SQLite's planner scan the guild's messages (7–14 ms at 100,000 messages, for a single hit).
