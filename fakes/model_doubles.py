@@ -27,8 +27,8 @@ def element(prompt: str, name: str) -> str:
 
 
 def scripted_model(request: Asked) -> Reply:  # noqa: PLR0911 -- one return per prompt it answers
-    """Merge by appending, forget by sentence, condense by halving, route by keywords, chat by echo; the same
-    wording behind both stubs."""
+    """Merge by appending, forget by sentence, condense by halving, route by keywords, chat by echo, judge by words;
+    the same wording behind both stubs."""
     prompt = request.prompt_text
     if "<new_fact>" in prompt:
         existing, fact = element(prompt, "existing_facts"), element(prompt, "new_fact")
@@ -54,6 +54,8 @@ def scripted_model(request: Asked) -> Reply:  # noqa: PLR0911 -- one return per 
         return as_json({"route": "chat"})
     if "<threads>" in prompt:
         return as_json({"threads": recap(prompt)})
+    if "<gold_answer>" in prompt:  # the answer benchmark's judge (prompts/judge.md)
+        return as_json(judged(element(prompt, "gold_answer"), element(prompt, "answer")))
     if "<transcript>" in prompt:
         pairs = re.findall(r"<author_id>(\d+)</author_id><author>([^<]*)</author><content>([^<]*)</content>", prompt)
         said: dict[str, list[str]] = {}
@@ -99,6 +101,14 @@ def recap(prompt: str) -> list[dict[str, object]]:
             }
         )
     return told
+
+
+def judged(gold: str, answer: str) -> dict[str, object]:
+    """A mechanical judge: correct when every word of the gold answer is in the answer (case and punctuation aside)."""
+    wanted, said = set(re.findall(r"\w+", gold.casefold())), set(re.findall(r"\w+", answer.casefold()))
+    missing = sorted(wanted - said)
+    reason = f"missing {', '.join(missing)}" if missing else "every word of the gold answer is there"
+    return {"reason": reason, "correct": bool(wanted) and not missing}
 
 
 class RefuseOffline(OfflineProvider):
