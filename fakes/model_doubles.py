@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import re
 from typing import Protocol
 
-from bot.llm.offline import OfflineProvider
+from bot.llm.offline import RECALLED_HEADER, OfflineProvider
 from bot.text import content_stems, remove_statement
 from fakes.replies import Reply, as_json, text
 
@@ -101,6 +102,42 @@ def recap(prompt: str) -> list[dict[str, object]]:
             }
         )
     return told
+
+
+_SAID = re.compile(r"^(?:\[[^\]]*\]\s*)?(?P<name>[^:\[\]]{1,40}):\s*(?P<words>.+)$")
+
+
+def answering_model(request: Asked) -> Reply:
+    """The scripted model, but answering chat as a reader of the memory would, in a few words: the recalled line
+    sharing the most words with the message (the members' names aside; the first such line on a tie), or the turn
+    after it when that line is a question, without date and author; "I don't know." when no line shares a word.
+    Deterministic and short, so a benchmark of answers (bench.answers) scores something, and a stored reply never
+    nests the ones before it as the echo's do; its tokens are counted from what it is sent and says."""
+    prompt = request.prompt_text
+    if "<channel>" not in prompt or "request router" in prompt or "<gold_answer>" in prompt:
+        return counted(scripted_model(request), prompt)
+    return counted(text(_answer(prompt)), prompt)
+
+
+def counted(reply: Reply, prompt: str) -> Reply:
+    """`reply` with tokens counted as a server roughly would (four characters a token), not the stub's fixed 11/7."""
+    return dataclasses.replace(reply, tokens_in=len(prompt) // 4 + 1, tokens_out=len(reply.text) // 4 + 1)
+
+
+def _answer(prompt: str) -> str:
+    lines = [_SAID.match(line.strip()) for line in element(prompt, "memory").partition(RECALLED_HEADER)[2].splitlines()]
+    names = frozenset(m["name"].strip().casefold() for m in lines if m)
+    asked = content_stems(element(prompt, "message"), drop=names)
+    best, shared = -1, 0
+    for i, m in enumerate(lines):
+        if m and (n := len(asked & content_stems(m["words"], drop=names))) > shared:
+            best, shared = i, n
+    if best < 0:
+        return "I don't know."
+    found, after = lines[best], lines[best + 1] if best + 1 < len(lines) else None
+    assert found is not None
+    # A question found is answered by the turn after it in the same excerpt (a blank line ends an excerpt).
+    return after["words"] if found["words"].rstrip().endswith("?") and after else found["words"]
 
 
 def judged(gold: str, answer: str) -> dict[str, object]:

@@ -17,7 +17,7 @@ from bench.conversation_e2e import multi_part
 from bench.conversations import generate
 from bot.settings import ConfigError, Settings
 from fakes.gemini_stub import GeminiStub
-from fakes.model_doubles import Asked, element, scripted_model
+from fakes.model_doubles import Asked, answering_model, element, scripted_model
 from fakes.openai_stub import OpenAIStub
 from fakes.replies import Reply, as_json, text
 
@@ -111,6 +111,41 @@ async def test_against_the_stubs_scores_follow_the_answers(guild, answer, expect
     assert len(judging.requests) == 2 * LIMIT
     assert "openai stub-model" in report.text() and "gemini gemini-2.5-flash" in report.text()
     assert "low by construction" not in report.text()
+
+
+async def test_against_the_gemini_stub_the_answering_model_answers_with_lines_it_was_given(guild):
+    """The model on the Gemini stub, no judge: the answering model replies with a line of the guild (or says it does
+    not know), a few words, never the echo that nests every earlier reply."""
+    stub = await GeminiStub(responder=answering_model).start()
+    try:
+        configured = settings(gemini_api_key="k", gemini_base_url=stub.base_url, model_fast="gemini-2.5-flash")
+        report = await answers.run(configured, profile=MESSAGES, limit=LIMIT, reuse=guild)
+    finally:
+        await stub.stop()
+    said = {m.text for m in generate(MESSAGES).messages} | {"I don't know."}
+    for path in report.paths:
+        assert all(r.text in said for r in path.replies), [r.text for r in path.replies]
+        assert path.cost.failed == 0 and path.tally.figures()[OVERALL].judge is None
+    # Tokens as the server counted them: the whole conversation costs the baseline far more than the reply's memory.
+    elefant, full = report.paths
+    assert full.cost.tokens_in / full.cost.calls > 3 * elefant.cost.tokens_in / elefant.cost.calls
+    assert full.cost.tokens_in > report.context.kept_tokens * LIMIT  # type: ignore[union-attr]
+    assert report.judge is None and "judge: none" in report.text()
+    assert "gemini gemini-2.5-flash" in report.text()
+
+
+def test_the_answering_model_reads_the_recalled_lines_and_answers_a_question_found_with_the_turn_after():
+    def asked(memory: str, message: str) -> str:
+        prompt = f"<memory>{memory}</memory>\n<channel>\n</channel>\n<message>{message}</message>"
+        return answering_model(type("Request", (), {"prompt_text": prompt})()).text
+
+    memory = (
+        "Ana likes tea.\nRecalled conversation:\n[2026-03-01] Rui: who do you main?\nMira: yasuo, always\n\n"
+        "[2026-04-02] Mira: I main support now\n[2026-05-03] Jon: the mountain pass was closed"
+    )
+    assert asked(memory, "which character does Mira main?") == "yasuo, always"  # first on a tie; the turn after
+    assert asked(memory, "was the pass open, Jon?") == "the mountain pass was closed"  # names aside
+    assert asked(memory, "does Ana like tea?") == "I don't know."  # only recalled lines are read
 
 
 def test_the_baseline_keeps_the_newest_lines_that_fit_and_counts_the_questions_inside():
