@@ -20,8 +20,18 @@ from fakes.gemini_stub import GeminiStub
 from fakes.model_doubles import Asked, answering_model, element, scripted_model
 from fakes.openai_stub import OpenAIStub
 from fakes.replies import Reply, as_json, text
+from tests.llm.test_probe import PROVIDER_SETTINGS
 
 MESSAGES, LIMIT = 2_000, 6
+
+
+@pytest.fixture(autouse=True)
+def no_model_from_the_shell(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The models are the ones each test configures, whatever the shell running the suite has set."""
+    for name in PROVIDER_SETTINGS | {"MODEL_FAST", "MODEL_BATCH", "EMBEDDING_MODEL"}:
+        monkeypatch.delenv(name, raising=False)
+    for name in ("PROVIDER", "MODEL", "BASE_URL", "API_KEY", "REQUESTS_PER_MINUTE"):
+        monkeypatch.delenv(f"JUDGE_{name}", raising=False)
 
 
 @pytest.fixture(scope="module")
@@ -177,8 +187,6 @@ def test_scores_are_squad_normalised():
 
 
 def test_a_judge_without_a_provider_or_model_gets_one_sentence(monkeypatch):
-    monkeypatch.delenv("JUDGE_PROVIDER", raising=False)
-    monkeypatch.delenv("JUDGE_MODEL", raising=False)
     with pytest.raises(ConfigError, match="JUDGE_PROVIDER"):
         judge_settings(model="m", env_file=False)
     with pytest.raises(ConfigError, match="JUDGE_API_KEY"):
