@@ -30,10 +30,11 @@ from tqdm import tqdm
 from bench.answers_baseline import Baseline, FullContext, full_context
 from bench.answers_judge import Judge, JudgeSettings, build_judge, judge_settings
 from bench.answers_reply import Cost, Member, Replied, opened
-from bench.answers_scoring import OVERALL, Figures, Tally, percentile, score
-from bench.conversation_e2e import multi_part
+from bench.answers_scoring import Figures, Tally, percentile, score
+from bench.conversation_e2e import MULTI_PART, multi_part
 from bench.conversation_guild import Question
-from bench.conversations import PROFILES, generate
+from bench.conversation_stories import BASE_TYPES, OVERALL, OVERALL_BASE, REPORTED, score_keys
+from bench.conversations import PROFILES, Conversation, generate
 from bot.settings import ConfigError, Settings, load_settings
 
 ELEFANT, FULL = "Elefant (the reply path)", "full context (no memory system)"
@@ -72,8 +73,8 @@ class Report:
     judge: Judge | None
 
     def figures(self, path: str) -> dict[str, Figures]:
-        """Per question type and "overall", the path's mean scores."""
-        return next(p for p in self.paths if p.name == path).tally.figures()
+        """Per question type, "overall" and "overall, old types", the path's mean scores."""
+        return next(p for p in self.paths if p.name == path).tally.figures(keys)
 
     def fit(self) -> int:
         """Questions whose evidence is all inside the baseline's context."""
@@ -100,15 +101,15 @@ class Report:
         return "\n".join(lines)
 
     def _scores(self) -> list[str]:
-        types = [OVERALL, *sorted({q.type for q in self.questions})]
+        asked = {q.type for q in self.questions}
+        types = [*REPORTED, *sorted(asked - set(REPORTED))]  # types added later come last, never dropped
         head = "| type | questions | " + " | ".join(f"{p.name}: F1 / EM / contains / judge" for p in self.paths)
         rows = [head + " |", "|---|---|" + "---|" * len(self.paths)]
-        tables = [p.tally.figures() for p in self.paths]
-        for qtype in types:
+        tables = [p.tally.figures(keys) for p in self.paths]
+        for qtype in (t for t in types if t in tables[0]):
             cells = [_cells(t[qtype]) if qtype in t else "–" for t in tables]
-            count = tables[0][qtype].count if qtype in tables[0] else 0
             name = f"**{qtype}**" if qtype == OVERALL else qtype
-            rows.append(f"| {name} | {count} | " + " | ".join(cells) + " |")
+            rows.append(f"| {name} | {tables[0][qtype].count} | " + " | ".join(cells) + " |")
         return rows
 
     def _cost(self, path: PathResult) -> str:
@@ -144,6 +145,19 @@ class Report:
                 OFFLINE_NOTE,
             ]
         return notes
+
+
+def keys(qtype: str) -> tuple[str, ...]:
+    """The rows an answer counts in, as bench/conversation_e2e.py counts them: its type, "overall", and "overall, old
+    types" for the first five types and the multi-part questions (the set "overall" was before issue 38)."""
+    return (MULTI_PART, OVERALL, OVERALL_BASE) if qtype == MULTI_PART else score_keys(qtype)
+
+
+def ordered(conv: Conversation) -> list[Question]:
+    """The questions in bench/conversation_e2e.py's order: the first five types', the multi-part ones, the harder
+    types' (each answer is stored, so what a question meets in the channel depends on what came before it)."""
+    first = [q for q in conv.questions if q.type in BASE_TYPES]
+    return first + multi_part(conv) + [q for q in conv.questions if q.type not in BASE_TYPES]
 
 
 def _cells(f: Figures) -> str:
@@ -185,7 +199,7 @@ async def run(
 ) -> Report:
     """Ask, score, and report (printing nothing: `main` prints `Report.text()`)."""
     conv = generate(profile)
-    questions = pick(conv.questions + multi_part(conv), limit)
+    questions = pick(ordered(conv), limit)
     # What memory gives, not how busy the machine is: a reply gives memory up after MEMORY_WAIT_SECONDS (1 s),
     # as bench/conversation_recall.py explains; here it may take 10.
     settings = settings.model_copy(update={"memory_wait_seconds": max(10.0, settings.memory_wait_seconds)})

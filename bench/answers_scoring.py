@@ -14,7 +14,7 @@ import re
 import string
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -89,13 +89,14 @@ class Tally:
     def add(self, scored: Scored) -> None:
         self.scored.append(scored)
 
-    def figures(self) -> dict[str, Figures]:
-        """Per question type and overall ("overall"), the mean of each score."""
+    def figures(self, keys: Callable[[str], Iterable[str]] = lambda qtype: (qtype, OVERALL)) -> dict[str, Figures]:
+        """The mean of each score per group an answer counts in (`keys` of its question type: by default the type
+        and "overall")."""
         groups: dict[str, list[Scored]] = defaultdict(list)
         for s in self.scored:
-            groups[s.qtype].append(s)
-            groups[OVERALL].append(s)
-        return {qtype: _mean(items) for qtype, items in groups.items()}
+            for key in keys(s.qtype):
+                groups[key].append(s)
+        return {key: _mean(items) for key, items in groups.items()}
 
 
 def _mean(items: Sequence[Scored]) -> Figures:

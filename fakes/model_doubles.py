@@ -27,7 +27,7 @@ def element(prompt: str, name: str) -> str:
     return html.unescape(found[-1]) if found else ""
 
 
-def scripted_model(request: Asked) -> Reply:  # noqa: PLR0911 -- one return per prompt it answers
+def scripted_model(request: Asked) -> Reply:  # noqa: PLR0911, PLR0912 -- one return per prompt it answers
     """Merge by appending, forget by sentence, condense by halving, route by keywords, chat by echo, judge by words;
     the same wording behind both stubs."""
     prompt = request.prompt_text

@@ -13,7 +13,8 @@ from bench.answers_baseline import full_context
 from bench.answers_judge import JudgeSettings, judge_settings
 from bench.answers_reply import addressed
 from bench.answers_scoring import OVERALL, contains, exact_match, normalise, percentile, token_f1
-from bench.conversation_e2e import multi_part
+from bench.conversation_e2e import MULTI_PART, multi_part
+from bench.conversation_stories import BASE_TYPES, OVERALL_BASE
 from bench.conversations import generate
 from bot.settings import ConfigError, Settings
 from fakes.gemini_stub import GeminiStub
@@ -87,8 +88,12 @@ async def test_offline_it_runs_end_to_end_and_says_its_scores_are_low(guild):
     # The baseline's prompt holds the whole small conversation, the reply's only what memory chose.
     assert report.paths[1].cost.tokens_in > 5 * report.paths[0].cost.tokens_in
     assert report.fit() == LIMIT and report.context is not None
-    assert report.context.kept_messages == report.context.messages == MESSAGES
+    assert report.context.kept_messages == report.context.messages == report.messages > MESSAGES  # harder on top
+    rows = report.figures(ELEFANT)  # the rows printed: the e2e benchmark's, multi-part in the old overall
+    old = [q for q in report.questions if q.type in BASE_TYPES or q.type == MULTI_PART]
+    assert 0 < rows[OVERALL_BASE].count == len(old) < rows[OVERALL].count == LIMIT
     printed = report.text()
+    assert f"| overall, old types | {len(old)} |" in printed
     assert "| type | questions |" in printed and "| path | model calls |" in printed
     assert "low by construction" in printed and f"all evidence inside for {LIMIT} of {LIMIT}" in printed
 
@@ -162,9 +167,9 @@ def test_the_baseline_keeps_the_newest_lines_that_fit_and_counts_the_questions_i
     conv = generate(MESSAGES)
     questions = conv.questions + multi_part(conv)
     whole = full_context(conv, 120_000)
-    assert whole.kept_messages == MESSAGES and all(whole.holds(q) for q in questions)
+    assert whole.kept_messages == conv.message_count and all(whole.holds(q) for q in questions)
     cut = full_context(conv, 8_000)
-    assert 0 < cut.kept_messages < MESSAGES and cut.kept_tokens <= 6_000 < cut.tokens == whole.tokens
+    assert 0 < cut.kept_messages < conv.message_count and cut.kept_tokens <= 6_000 < cut.tokens == whole.tokens
     newest = [m for m in conv.messages][-cut.kept_messages :]
     assert cut.memory.endswith(newest[-1].text) and newest[0].text in cut.memory
     assert conv.messages[-cut.kept_messages - 1].text not in cut.memory.split("\n", 2)[1]
