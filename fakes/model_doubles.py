@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import re
 from typing import Protocol
 
-from bot.llm.offline import OfflineProvider
+from bot.llm.offline import RECALLED_HEADER, OfflineProvider
 from bot.text import content_stems, remove_statement
 from fakes.replies import Reply, as_json, text
 
@@ -26,9 +27,9 @@ def element(prompt: str, name: str) -> str:
     return html.unescape(found[-1]) if found else ""
 
 
-def scripted_model(request: Asked) -> Reply:  # noqa: PLR0911 -- one return per prompt it answers
-    """Merge by appending, forget by sentence, condense by halving, route by keywords, chat by echo; the same
-    wording behind both stubs."""
+def scripted_model(request: Asked) -> Reply:  # noqa: PLR0911, PLR0912 -- one return per prompt it answers
+    """Merge by appending, forget by sentence, condense by halving, route by keywords, chat by echo, judge by words;
+    the same wording behind both stubs."""
     prompt = request.prompt_text
     if "<new_fact>" in prompt:
         existing, fact = element(prompt, "existing_facts"), element(prompt, "new_fact")
@@ -54,6 +55,8 @@ def scripted_model(request: Asked) -> Reply:  # noqa: PLR0911 -- one return per 
         return as_json({"route": "chat"})
     if "<threads>" in prompt:
         return as_json({"threads": recap(prompt)})
+    if "<gold_answer>" in prompt:  # the answer benchmark's judge (prompts/judge.md)
+        return as_json(judged(element(prompt, "gold_answer"), element(prompt, "answer")))
     if "<transcript>" in prompt:
         pairs = re.findall(r"<author_id>(\d+)</author_id><author>([^<]*)</author><content>([^<]*)</content>", prompt)
         said: dict[str, list[str]] = {}
@@ -99,6 +102,50 @@ def recap(prompt: str) -> list[dict[str, object]]:
             }
         )
     return told
+
+
+_SAID = re.compile(r"^(?:\[[^\]]*\]\s*)?(?P<name>[^:\[\]]{1,40}):\s*(?P<words>.+)$")
+
+
+def answering_model(request: Asked) -> Reply:
+    """The scripted model, but answering chat as a reader of the memory would, in a few words: the recalled line
+    sharing the most words with the message (the members' names aside; the first such line on a tie), or the turn
+    after it when that line is a question, without date and author; "I don't know." when no line shares a word.
+    Deterministic and short, so a benchmark of answers (bench.answers) scores something, and a stored reply never
+    nests the ones before it as the echo's do; its tokens are counted from what it is sent and says."""
+    prompt = request.prompt_text
+    if "<channel>" not in prompt or "request router" in prompt or "<gold_answer>" in prompt:
+        return counted(scripted_model(request), prompt)
+    return counted(text(_answer(prompt)), prompt)
+
+
+def counted(reply: Reply, prompt: str) -> Reply:
+    """`reply` with tokens counted as a server roughly would (four characters a token), not the stub's fixed 11/7."""
+    return dataclasses.replace(reply, tokens_in=len(prompt) // 4 + 1, tokens_out=len(reply.text) // 4 + 1)
+
+
+def _answer(prompt: str) -> str:
+    lines = [_SAID.match(line.strip()) for line in element(prompt, "memory").partition(RECALLED_HEADER)[2].splitlines()]
+    names = frozenset(m["name"].strip().casefold() for m in lines if m)
+    asked = content_stems(element(prompt, "message"), drop=names)
+    best, shared = -1, 0
+    for i, m in enumerate(lines):
+        if m and (n := len(asked & content_stems(m["words"], drop=names))) > shared:
+            best, shared = i, n
+    if best < 0:
+        return "I don't know."
+    found, after = lines[best], lines[best + 1] if best + 1 < len(lines) else None
+    assert found is not None
+    # A question found is answered by the turn after it in the same excerpt (a blank line ends an excerpt).
+    return after["words"] if found["words"].rstrip().endswith("?") and after else found["words"]
+
+
+def judged(gold: str, answer: str) -> dict[str, object]:
+    """A mechanical judge: correct when every word of the gold answer is in the answer (case and punctuation aside)."""
+    wanted, said = set(re.findall(r"\w+", gold.casefold())), set(re.findall(r"\w+", answer.casefold()))
+    missing = sorted(wanted - said)
+    reason = f"missing {', '.join(missing)}" if missing else "every word of the gold answer is there"
+    return {"reason": reason, "correct": bool(wanted) and not missing}
 
 
 class RefuseOffline(OfflineProvider):

@@ -9,6 +9,7 @@ served models, token counts or none.
 Run it for a console session against it (the scripted model answers):
     python -m fakes.openai_stub --port 8808
     LLM_PROVIDER=openai OPENAI_BASE_URL=http://127.0.0.1:8808/v1 OPENAI_MODEL_FAST=stub-model make run
+With `--answering` it answers chat with a line of what it was given (`answering_model`), for `python -m bench.answers`.
 """
 
 from __future__ import annotations
@@ -164,12 +165,14 @@ def _invalid(message: str, param: str) -> web.Response:
     return web.json_response({"error": body}, status=400)
 
 
-async def _serve(port: int, models: list[str], reasoning: Reasoning) -> None:
-    from fakes.model_doubles import scripted_model
+async def _serve(port: int, models: list[str], reasoning: Reasoning, *, answering: bool = False) -> None:
+    from fakes.model_doubles import answering_model, scripted_model
 
-    stub = await OpenAIStub(responder=scripted_model, models=set(models), reasoning=reasoning).start(port)
+    responder = answering_model if answering else scripted_model
+    stub = await OpenAIStub(responder=responder, models=set(models), reasoning=reasoning).start(port)
+    which = "the answering model" if answering else "the scripted model"
     print(  # noqa: T201 - the one thing this command says
-        f"OpenAI-compatible stub (the scripted model) on {stub.base_url}, serving {', '.join(models)}; try:\n"
+        f"OpenAI-compatible stub ({which}) on {stub.base_url}, serving {', '.join(models)}; try:\n"
         f"  LLM_PROVIDER=openai OPENAI_BASE_URL={stub.base_url} OPENAI_MODEL_FAST={models[0]} make run",
         flush=True,
     )
@@ -185,9 +188,12 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8808)
     parser.add_argument("--model", action="append", help="a model it serves (repeatable; default stub-model)")
     parser.add_argument("--reasoning", choices=["none", "reasoning_content", "reasoning", "think"], default="none")
+    parser.add_argument(
+        "--answering", action="store_true", help="chat answers with the recalled line closest to the question"
+    )
     args = parser.parse_args()
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(args.port, args.model or ["stub-model"], args.reasoning))
+        asyncio.run(_serve(args.port, args.model or ["stub-model"], args.reasoning, answering=args.answering))
 
 
 if __name__ == "__main__":

@@ -130,10 +130,13 @@ def _parse(path: Traversable) -> PromptTemplate:
     return PromptTemplate(path.name.removesuffix(".md"), version, declared, system, user)
 
 
-def load_prompts(directory: Traversable = PROMPTS_DIR) -> dict[str, PromptTemplate]:
-    """Load and check every operation's prompt; fails at start-up, not at the first message."""
+def load_prompts(
+    directory: Traversable = PROMPTS_DIR, *, operations: Iterable[str] = OPERATIONS
+) -> dict[str, PromptTemplate]:
+    """Load and check every operation's prompt; fails at start-up, not at the first message. `operations`: the bot's
+    by default; a benchmark names its own (`judge`, bench/answers_judge.py), which the bot never loads."""
     prompts = {}
-    for operation in OPERATIONS:
+    for operation in operations:
         path = directory / f"{operation}.md"
         if not path.is_file():
             raise PromptError(f"prompt file {path} is missing")
