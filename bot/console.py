@@ -24,7 +24,7 @@ from typing import Any, TextIO, TypeVar
 from yarl import URL
 
 from bot.app import App, open_app
-from bot.lifecycle import StoppedError, unless_stopped
+from bot.lifecycle import StoppedError, abandon, unless_stopped
 from bot.memory.clock import Clock, FakeClock
 from bot.memory.types import IncomingMessage, Kind
 from bot.metrics.server import serve_metrics
@@ -181,10 +181,19 @@ class Console:
         """A simulation should be deterministic: what was said is stored, and with vectors embedded, before the bot
         answers (a person typing gives it that time anyway; a pipe does not)."""
         memory = self.app.memory
-        await memory.flush()
-        if memory.embedding is not None and await memory.recollection.vectors_ready(GUILD):
-            await memory.embedding.idle()
+
+        async def stored() -> None:
             await memory.flush()
+            if memory.embedding is not None and await memory.recollection.vectors_ready(GUILD):
+                await memory.embedding.idle()
+                await memory.flush()
+
+        # Not while storage is down: the wait would have no end, and the bot answers from what it has, as on Discord.
+        settling = asyncio.ensure_future(stored())
+        while not settling.done() and not memory.storage.down:
+            await asyncio.wait({settling}, timeout=0.5)
+        if not settling.done():
+            abandon(settling, name="console settle")
 
     async def _shown(self, text: str) -> str:
         """The model's words as a member would see them: mentions as names, @everyone and @here inert."""
@@ -275,7 +284,9 @@ async def run_console(
                 line = await unless_stopped(lines.next(f"{console.speaker}> " if interactive else None), stop)
                 if line is None or not await unless_stopped(console.handle(line), stop):
                     break
-            await app.memory.flush()
+            # Bounded: with storage gone the wait would never end; closing memory keeps what is left in a spill file.
+            with contextlib.suppress(TimeoutError):
+                await unless_stopped(asyncio.wait_for(app.memory.flush(), settings.ingest_shutdown_seconds), stop)
         except StoppedError:
             if interactive:
                 console.say("")  # off the prompt line

@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_exponential_jitter
 
-from bot.faults import Fault, storage_trouble
+from bot.faults import Fault, describe, storage_trouble
 from bot.memory.intake.counts import GaveUpError, IngestStats
 from bot.memory.types import IngestOp
 from db.busy import is_busy
@@ -120,7 +120,7 @@ class BatchCommitter:
             if now - self._busy_since < self.stuck_seconds:
                 return
         self.stats.failed_attempts += 1
-        self.last_error = f"last error: {exc!r}"
+        self.last_error = f"last error: {describe(exc) if exc is not None else 'unknown'}"  # no statement parameters
         self.fault.failed(exc if exc is not None else "unknown", source=SOURCE)
 
     async def _attempt(self, batch: list[IngestOp | DeadLetter]) -> list[Touched]:
