@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import faulthandler
 import os
 import shutil
-import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -29,20 +27,10 @@ from fakes.openai_stub import OpenAIStub
 pytest_plugins = [
     "tests.private_postgres",  # `private_postgres`: a server of a test's own, to restart
     "tests.unretrieved",  # asyncio's "exception was never retrieved" fails the test
+    "tests.hang_guard",  # a hang past the per-test time-out ends that test's worker, by name
 ]
 PG_BASE_URL = os.environ.get("TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
 SNOWFLAKE = 2**60  # real Discord IDs are this large; small test IDs would hide BigInteger mistakes
-SUITE_LIMIT_SECONDS = int(os.environ.get("ELEFANT_SUITE_LIMIT_SECONDS", "3600"))
-
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    # The per-test timeout cannot interrupt a hang in the event loop's own teardown; this can: past the limit,
-    # every thread's stack is printed and the run ends, failed, instead of holding CI until it is killed.
-    faulthandler.dump_traceback_later(SUITE_LIMIT_SECONDS, exit=True, file=sys.stderr)
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    faulthandler.cancel_dump_traceback_later()
 
 
 def _asyncpg_dsn(url: str) -> str:

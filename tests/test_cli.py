@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from bot.app import open_app
 from bot.cli import IsoDateTime, main
 from bot.settings import load_settings
+from tests.children import die_with_parent
 from tests.factories import ALICE, BOB, CHANNEL, GUILD, OTHER_GUILD, T0, message
 
 OTHER_CHANNEL = CHANNEL + 1
@@ -212,6 +213,7 @@ def test_ctrl_c_at_the_purge_question_deletes_nothing(seeded):
         stdin=subprocess.PIPE,  # kept open: the question waits for an answer
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=die_with_parent,  # noqa: PLW1509 - see tests/children.py
         cwd=seeded,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )

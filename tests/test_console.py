@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.children import die_with_parent
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = """\
 Elefant, remember that I like green tea
@@ -282,6 +284,7 @@ async def test_make_run_against_a_model_remembers_recalls_chats_and_forgets(tmp_
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
+            preexec_fn=die_with_parent,
             cwd=tmp_path,
             env={**env, "PYTHONPATH": str(ROOT)},
         )
@@ -388,7 +391,7 @@ async def test_what_did_i_miss_after_a_day_away_with_the_model(tmp_path, stub):
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", "console", "--at", "2026-03-02T09:00:00",
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        cwd=tmp_path, env=env,
+        preexec_fn=die_with_parent, cwd=tmp_path, env=env,
     )  # fmt: skip
     out, err = await asyncio.wait_for(process.communicate(MISSED_A_DAY.encode()), timeout=120)
     assert process.returncode == 0, err.decode()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.children import die_with_parent
 from tests.private_postgres import PrivateServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,7 +40,7 @@ async def test_the_console_stops_and_spills_once_postgres_is_gone(
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", "console",
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        cwd=tmp_path, env=env,
+        preexec_fn=die_with_parent, cwd=tmp_path, env=env,
     )  # fmt: skip
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     try:

@@ -16,14 +16,16 @@ import signal
 import sqlite3
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.memory.intake.spill import decode
 from db.models import ChatMessage
 from db.records import IncomingMessage
+from tests.children import die_with_parent
 from tests.export_files import write_export
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,6 +49,7 @@ async def start(
     return await asyncio.create_subprocess_exec(
         sys.executable,
         *args,
+        preexec_fn=die_with_parent,
         cwd=cwd,
         env=env,
         stdin=stdin if stdin is not None else asyncio.subprocess.DEVNULL,
@@ -92,6 +95,24 @@ async def wait_for_line(stream: asyncio.StreamReader, pattern: str) -> str:
     return await asyncio.wait_for(find(), 60)
 
 
+async def until(count: Callable[[], Awaitable[int]], *, more_than: int, what: str) -> None:
+    """Poll `count` until it passes `more_than` (a minute at most: a hang guard)."""
+    deadline = time.monotonic() + 60
+    while (seen := await count()) <= more_than:
+        assert time.monotonic() < deadline, f"only {seen} {what} after a minute"
+        await asyncio.sleep(0.1)
+
+
+async def _count_stored(engine: AsyncEngine) -> int:
+    async with engine.connect() as conn:
+        return int((await conn.execute(select(func.count()).select_from(ChatMessage))).scalar_one())
+
+
+def _spill_lines(cwd: Path) -> int:
+    """Records in the overflow files so far (each file's header line not counted; a line being written is)."""
+    return sum(max(path.read_bytes().count(b"\n") - 1, 0) for path in (cwd / "data").glob("ingest-spill-*.jsonl"))
+
+
 def one_spill_sentence(stderr: str) -> str:
     lines = [line for line in stderr.splitlines() if "could not be stored" in line]
     assert len(lines) == 1, stderr
@@ -110,9 +131,11 @@ async def test_sigterm_to_run_while_storage_is_away_keeps_every_accepted_message
     child = await start(["-m", "tests.run_child"], tmp_path, env)
     assert child.stdout is not None
     await wait_for_line(child.stdout, "READY")
-    await asyncio.sleep(0.5)  # the burst is being stored
+    # Waited for, not slept on: on a busy machine the burst may need many times longer to get this far.
+    await until(lambda: _count_stored(engine), more_than=50, what="messages stored")
     async with chat_table_away(engine):
-        await asyncio.sleep(1.0)  # ... and now piles up: in memory, then in the overflow file
+        # ... and now they pile up: in memory (INGEST_QUEUE_MAX), then in the overflow file
+        await until(lambda: asyncio.to_thread(_spill_lines, tmp_path), more_than=50, what="lines spilled")
         child.send_signal(signal.SIGTERM)
         out, err = await asyncio.wait_for(child.communicate(), 60)
         assert child.returncode == 0, err.decode()

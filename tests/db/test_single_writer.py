@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from bot import console
+from tests.children import die_with_parent
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,6 +31,7 @@ async def bot(tmp_path: Path, *args: str, stdin: int | None = None) -> asyncio.s
         "-m",
         "bot",
         *args,
+        preexec_fn=die_with_parent,
         cwd=tmp_path,
         env=environment(tmp_path),
         stdin=stdin if stdin is not None else asyncio.subprocess.DEVNULL,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.children import die_with_parent
 from tests.discord.fake_discord import APPLICATION_ID, GOOD_TOKEN, FakeDiscord
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,6 +54,7 @@ async def bot(tmp_path: Path, discord_url: str, *args: str, **env: str) -> tuple
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        preexec_fn=die_with_parent,
         cwd=tmp_path,
         env=environment(tmp_path, discord_url, **env),
     )
@@ -132,6 +134,7 @@ async def test_run_connects_syncs_only_a_changed_tree_and_stops_cleanly_on_sigte
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
+            preexec_fn=die_with_parent,
             cwd=tmp_path,
             env=environment(tmp_path, fake_discord.url, DISCORD_TOKEN=GOOD_TOKEN),
         )

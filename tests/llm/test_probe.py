@@ -10,6 +10,8 @@ import socket
 import sys
 from pathlib import Path
 
+from tests.children import die_with_parent
+
 ROOT = Path(__file__).resolve().parents[2]
 PROVIDER_SETTINGS = {"DISCORD_TOKEN", "GEMINI_API_KEY", "GEMINI_BASE_URL", "LLM_PROVIDER", "OPENAI_API_KEY"}
 PROVIDER_SETTINGS |= {"OPENAI_BASE_URL", "OPENAI_MODEL_BATCH", "OPENAI_MODEL_FAST", "LLM_TIMEOUT_SECONDS"}
@@ -26,6 +28,7 @@ async def run_bot(tmp_path: Path, **env: str) -> tuple[int, list[str]]:
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        preexec_fn=die_with_parent,
         cwd=tmp_path,
         env=clean,
     )

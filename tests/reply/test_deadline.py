@@ -23,6 +23,7 @@ from bot.reply.deadline import AWAY
 from bot.reply.routing import Request
 from bot.settings import Settings
 from fakes.gemini_stub import GeminiStub, error, hang
+from tests.children import die_with_parent
 from tests.factories import ALICE, CHANNEL, GUILD, message
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -185,6 +186,7 @@ async def test_the_console_answers_within_the_deadline_too(tmp_path, stub):
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        preexec_fn=die_with_parent,
         cwd=tmp_path,
         env=env,
     )
