@@ -18,7 +18,6 @@ from typing import Any, Generic, TypeVar
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
-from aiohttp.web_protocol import RequestHandler
 from prometheus_client.exposition import choose_encoder, gzip_accepted
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
@@ -30,8 +29,9 @@ T = TypeVar("T")
 # keep-alive connections), so a flood of idle connections cannot keep out a health check; with none idle (all
 # answering), the new one is closed at once.
 CONNECTIONS = 64
-# Connections accepted per wake-up of the loop, and the kernel's queue of those not accepted yet: the cap above is
-# checked as each is accepted, so at most this many more than CONNECTIONS are briefly open.
+# Connections accepted per wake-up of the loop, and the kernel's queue of those not accepted yet. The cap above is
+# checked as each is accepted, before those accepted with it count: briefly up to this many more are open, and as
+# many again being closed to make room.
 BACKLOG = 64
 # A connection that has not sent a whole request this long after it opened, or after its last answer, is closed.
 # aiohttp has no separate header time-out, but its keep-alive timer starts when the connection opens and is not
@@ -63,7 +63,7 @@ class Gate:
 
     def __init__(self, *, limit: int = CONNECTIONS) -> None:
         self._limit = limit
-        self._answering: dict[RequestHandler, int] = {}
+        self._answering: dict[web.RequestHandler, int] = {}
 
     def factory(self, server: web.Server) -> Callable[[], asyncio.BaseProtocol]:
         """aiohttp's connection handler for each new connection, once there is room for it."""
