@@ -1,7 +1,9 @@
-"""The small aiohttp app behind METRICS_PORT: /healthz and /metrics, on the bot's own event loop (no thread)."""
+"""The small aiohttp app behind METRICS_PORT: /healthz and /metrics, on the bot's own event loop (no thread),
+within the limits of bot/metrics/limits.py (connections, time-outs, sizes, how often /metrics is collected)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -9,9 +11,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aiohttp import web
-from prometheus_client.aiohttp import make_aiohttp_handler
 
 from bot.metrics.health import check
+from bot.metrics.limits import BACKLOG, HANDLER_ARGS, MAX_BODY, AcceptErrors, Gate, MetricsPage, Shared, no_body
 from bot.metrics.meters import Meters
 from bot.settings import ConfigError
 
@@ -45,28 +47,39 @@ async def serve_metrics(
         return
     meters = Meters(app, settings)
     engine = app.memory.engine
+    health = Shared(lambda: check(engine, gateway))
 
     async def healthz(_request: web.Request) -> web.Response:
-        health = await check(engine, gateway)
-        return web.json_response({"ready": health.ready, **health.checks}, status=200 if health.ready else 503)
+        answer = await health()
+        return web.json_response({"ready": answer.ready, **answer.checks}, status=200 if answer.ready else 503)
 
-    web_app = web.Application()
-    web_app.router.add_get("/metrics", make_aiohttp_handler(meters.registry))
+    gate = Gate()
+    web_app = web.Application(middlewares=[gate.busy, no_body], client_max_size=MAX_BODY, handler_args=HANDLER_ARGS)
+    web_app.router.add_get("/metrics", MetricsPage(meters.registry).handle)
     web_app.router.add_get("/healthz", healthz)
     # No access log: a scrape every 15 s is no news. A scrape in flight at a stop is not worth waiting for.
     runner = web.AppRunner(web_app, access_log=None, shutdown_timeout=1.0)
     await runner.setup()
+    assert runner.server is not None
+    loop = asyncio.get_running_loop()
+    accept_errors = AcceptErrors(loop)
     try:
-        await web.TCPSite(runner, settings.metrics_host, settings.metrics_port).start()
+        # aiohttp's documented low-level way (its server is the protocol factory), through the gate.
+        listener = await loop.create_server(
+            gate.factory(runner.server), settings.metrics_host, settings.metrics_port, backlog=BACKLOG
+        )
     except OSError as exc:
         await runner.cleanup()
         raise ConfigError(
             f"METRICS_PORT {settings.metrics_port} cannot be opened on METRICS_HOST {settings.metrics_host} "
             f"({(exc.strerror or type(exc).__name__).lower()}); choose a free port, or leave METRICS_PORT empty."
         ) from None
-    port = int(runner.addresses[0][1])
+    accept_errors.install()
+    port = int(listener.sockets[0].getsockname()[1])
     log.info("serving /healthz and /metrics on http://%s:%d", settings.metrics_host, port)
     try:
         yield MetricsServer(settings.metrics_host, port, meters)
     finally:
+        listener.close()
         await runner.cleanup()
+        accept_errors.restore()
