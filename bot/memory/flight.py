@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, TypeVar
 
 from bot.answer_due import detached
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class SingleFlight:
@@ -32,6 +34,7 @@ class SingleFlight:
             )
             self._running[key] = future
             future.add_done_callback(lambda done: self._forget(key, done))
+            future.add_done_callback(read_failure)
         return future
 
     def _forget(self, key: Hashable, done: asyncio.Future[Any]) -> None:
@@ -48,3 +51,11 @@ class SingleFlight:
         for future in running:
             future.cancel()
         await asyncio.gather(*running, return_exceptions=True)
+
+
+def read_failure(done: asyncio.Future[Any]) -> None:
+    """A done callback for shared work: read what it raised. Whoever still waits gets it too, but when every asker
+    gave up (a reply past its deadline, a storage outage) nobody would, and asyncio would print it with its whole
+    traceback, one per reply."""
+    if not done.cancelled() and (exc := done.exception()) is not None:
+        log.debug("a shared computation failed: %s", type(exc).__name__)

@@ -22,6 +22,8 @@ from prometheus_client.exposition import choose_encoder, gzip_accepted
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from bot.memory.flight import read_failure
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -178,6 +180,7 @@ class Shared(Generic[T]):
     async def __call__(self) -> T:
         if self._running is None or self._running.done():
             self._running = asyncio.ensure_future(self._work())
+            self._running.add_done_callback(read_failure)
         # Shielded: a caller that goes away does not cancel the check the others wait for.
         return await asyncio.shield(self._running)
 

@@ -20,6 +20,7 @@ import faiss
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.memory.flight import read_failure
 from db import vectors as store
 
 log = logging.getLogger(__name__)
@@ -289,6 +290,7 @@ class VectorIndex:
         if task is None:
             task = self._loading[guild_id] = asyncio.create_task(self._load_into(guild_id))
             task.add_done_callback(lambda _: self._loading.pop(guild_id, None))
+            task.add_done_callback(read_failure)  # the replies that asked may all have gone
         return task
 
     async def _load_into(self, guild_id: int) -> _Guild:
