@@ -8,6 +8,7 @@ import click
 
 from bot.cli.params import AT_OPTION, GUILD_OPTION, Snowflake
 from bot.cli.runner import async_command, command_settings, guild_app
+from bot.invocation import command_name
 
 USER_OPTION = click.option("--user", "user_id", type=Snowflake(), required=True, help="Member ID.")
 
@@ -68,7 +69,7 @@ async def recall(guild_id: int, channel_id: int | None, asker: int | None, at: d
     if waiting:
         click.echo(
             f"({waiting:,} stored messages are not embedded yet, so only their words are searched; "
-            "`python -m bot embed` embeds them now)",
+            f"`{command_name()} embed` embeds them now)",
             err=True,
         )
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from bot.invocation import command_name
 from bot.lifecycle import StoppedError, StopRequest, stop_on_signals, unless_stopped
 from bot.logging_setup import configure_logging
 from bot.start_up import fail
@@ -139,7 +140,7 @@ async def _require_guild(app: App, guild_id: int) -> None:
     if not known:
         fail(
             f"Nothing is stored for guild {guild_id}: this database holds no guild yet (run the bot or "
-            "`python -m bot import` first, or check DATABASE_URL)."
+            f"`{command_name()} import` first, or check DATABASE_URL)."
         )
     listed = ", ".join(str(g) for g in known[:5]) + (", …" if len(known) > 5 else "")
     fail(f"Nothing is stored for guild {guild_id} in this database; it knows guild{'s' * (len(known) > 1)} {listed}.")
