@@ -31,6 +31,7 @@ from bot.exports import (
     open_export,
     read_head,
 )
+from bot.invocation import command_name
 from bot.memory.manager import MemoryManager
 from bot.memory.names import unnamed
 from bot.memory.types import IncomingMessage, Kind
@@ -355,8 +356,8 @@ class ImportSummary:
         """Count one imported file."""
         self.guilds.setdefault(result.guild_id, []).append(result)
 
-    def lines(self, command: str = "python -m bot") -> list[str]:
-        """A line per guild stored into, then the command that shows it."""
+    def lines(self) -> list[str]:
+        """A line per guild stored into, then the command that shows it (spelled as this process was started)."""
         said = []
         for guild_id, results in self.guilds.items():
             stored, duplicates = sum(r.stored for r in results), sum(r.duplicates for r in results)
@@ -366,5 +367,5 @@ class ImportSummary:
                 f"Guild {guild_id} ({results[0].guild}): {_n(stored, 'message')} stored, "
                 f"{_n(duplicates, 'duplicate')}, {skipped:,} skipped{refused}, from {_n(len(results), 'file')}."
             )
-        said += [f"Next: {command} stats --guild {guild_id}" for guild_id in self.guilds]
+        said += [f"Next: {command_name()} stats --guild {guild_id}" for guild_id in self.guilds]
         return said

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from bot.invocation import command_name
+
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
 
@@ -152,7 +154,7 @@ def discord_start_up(settings: Settings) -> Iterator[None]:
         if settings.dev_guild_id and exc.code == MISSING_ACCESS:  # syncing commands to a server the bot is not in
             fail(
                 f"Discord refused the slash commands for DEV_GUILD_ID={settings.dev_guild_id} ({exc.text}): add the "
-                "bot to that server with the link `python -m bot invite` prints, or correct or unset DEV_GUILD_ID.",
+                f"bot to that server with the link `{command_name()} invite` prints, or correct or unset DEV_GUILD_ID.",
                 exc,
             )
         fail(f"Discord refused a start-up request ({exc.status} {exc.text or 'Forbidden'}); check DISCORD_TOKEN.", exc)

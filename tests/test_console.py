@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -235,12 +236,15 @@ def test_a_second_session_continues_after_the_first_sessions_clock(db_url, tmp_p
         assert result.returncode == 0, result.stderr
         return result.stdout.splitlines()
 
-    first = console("--at", "2031-05-01T10:00:00", stdin="/day +3\nI adopted a kitten named Pixel\n")
-    assert first[0] == "(it is now Sunday 2031-05-04 10:00 UTC)"
+    # --at takes no more than a day ahead of now; `/day +3` then runs the first session days ahead of it.
+    start = datetime.now(UTC).replace(hour=10, minute=0, second=0, microsecond=0)
+    ahead = start + timedelta(days=3)
+    first = console("--at", f"{start:%Y-%m-%dT%H:%M:%S}", stdin="/day +3\nI adopted a kitten named Pixel\n")
+    assert first[0] == f"(it is now {ahead:%A %Y-%m-%d} 10:00 UTC)"
     second = console(stdin="/day 0\nElefant, what did I say about my kitten?\n")
-    assert second[0] == "(it is now Sunday 2031-05-04 10:01 UTC)"  # a minute after the newest line, not today
+    assert second[0] == f"(it is now {ahead:%A %Y-%m-%d} 10:01 UTC)"  # a minute after the newest line, not today
     assert second[2].startswith("[2] Elefant: Here is what I found:")
-    assert second[3].startswith("• 2031-05-04, today — alice: “I adopted a kitten named Pixel”")
+    assert second[3].startswith(f"• {ahead:%Y-%m-%d}, today — alice: “I adopted a kitten named Pixel”")
 
 
 MODEL_SCRIPT = """\

@@ -4,7 +4,7 @@ Nothing heavy is imported at module level: `--help` must answer at once, so each
 on (SQLAlchemy, Alembic, discord.py, google-genai) itself, after reading the settings — a wrong setting is
 answered before seconds of imports. The commands live by what they do: serving.py (run, console, sync,
 invite), reading.py (context, recall, stats, export), prompt.py (prompt), database.py (migrate, embed, purge)
-and imports.py (import); runner.py holds what they share.
+and imports.py (import); runner.py holds what they share, params.py what an id or a date may be.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import click
 
 from bot.cli.database import embed, migrate, purge
 from bot.cli.imports import import_
+from bot.cli.params import IsoDateTime
 from bot.cli.prompt import prompt
 from bot.cli.reading import context, export, recall, stats
-from bot.cli.runner import IsoDateTime
 from bot.cli.serving import console, invite, run, sync
 
 __all__ = ["IsoDateTime", "main"]

@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 
 import click
 
-from bot.cli.runner import GUILD_OPTION, IsoDateTime, async_command, command_settings, guild_app, migrate_database
+from bot.cli.params import GUILD_OPTION, IsoDateTime, Snowflake
+from bot.cli.runner import async_command, command_settings, guild_app, migrate_database
 
 
 @click.command()
@@ -49,8 +50,8 @@ async def embed() -> None:
 
 @click.command()
 @GUILD_OPTION
-@click.option("--user", "user_id", type=int, help="Delete everything about this member.")
-@click.option("--channel", "channel_id", type=int, help="Delete this channel's messages.")
+@click.option("--user", "user_id", type=Snowflake(), help="Delete everything about this member.")
+@click.option("--channel", "channel_id", type=Snowflake(), help="Delete this channel's messages.")
 @click.option(
     "--before", type=IsoDateTime(), help="Delete messages before this moment, e.g. 2026-11-22 (UTC unless an offset)."
 )

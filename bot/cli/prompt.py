@@ -13,16 +13,17 @@ from datetime import datetime
 
 import click
 
-from bot.cli.runner import AT_OPTION, GUILD_OPTION, async_command, command_settings, guild_app
+from bot.cli.params import AT_OPTION, GUILD_OPTION, Snowflake
+from bot.cli.runner import async_command, command_settings, guild_app
 
 
 @click.command()
 @GUILD_OPTION
-@click.option("--user", "user_id", type=int, required=True, help="Member who says the message.")
+@click.option("--user", "user_id", type=Snowflake(), required=True, help="Member who says the message.")
 @click.option(
     "--channel",
     "channel_id",
-    type=int,
+    type=Snowflake(),
     default=None,
     help="Channel it is said in (its own private talk is visible there); default: a public one.",
 )

@@ -6,9 +6,11 @@ from datetime import datetime
 
 import click
 
-from bot.cli.runner import AT_OPTION, GUILD_OPTION, async_command, command_settings, guild_app
+from bot.cli.params import AT_OPTION, GUILD_OPTION, Snowflake
+from bot.cli.runner import async_command, command_settings, guild_app
+from bot.invocation import command_name
 
-USER_OPTION = click.option("--user", "user_id", type=int, required=True, help="Member ID.")
+USER_OPTION = click.option("--user", "user_id", type=Snowflake(), required=True, help="Member ID.")
 
 
 @click.command()
@@ -39,15 +41,15 @@ async def context(guild_id: int, user_id: int, at: datetime | None) -> None:
 @click.option(
     "--channel",
     "channel_id",
-    type=int,
+    type=Snowflake(),
     default=None,
     help="Channel it is asked in (its own private talk is visible there); default: a public one.",
 )
-@click.option("--as", "asker", type=int, default=0, help="Member asking (their facts come first).")
+@click.option("--as", "asker", type=Snowflake(), default=None, help="Member asking (their facts come first).")
 @AT_OPTION
 @click.argument("question")
 @async_command
-async def recall(guild_id: int, channel_id: int | None, asker: int, at: datetime | None, question: str) -> None:
+async def recall(guild_id: int, channel_id: int | None, asker: int | None, at: datetime | None, question: str) -> None:
     """Print exactly what the model would receive from memory for QUESTION, as a reply sends it (with --at, as at
     that moment: nothing said after it)."""
     settings = command_settings()
@@ -61,13 +63,13 @@ async def recall(guild_id: int, channel_id: int | None, asker: int, at: datetime
     text = address(question, bot_user_id=0, bot_name=settings.bot_name, replied_to_bot=False) or question
     async with guild_app(patient, guild_id, clock=ReplayClock(at) if at else None) as app:
         await app.memory.recollection.vectors_ready(guild_id)  # one question: worth waiting for the model and the index
-        remembered = await app.memory.recollection.for_reply(Asked(guild_id, asker, text, channel_id=channel_id))
+        remembered = await app.memory.recollection.for_reply(Asked(guild_id, asker or 0, text, channel_id=channel_id))
         waiting = await app.memory.admin.unembedded_count()
     click.echo(remembered.text or "(nothing found)")
     if waiting:
         click.echo(
             f"({waiting:,} stored messages are not embedded yet, so only their words are searched; "
-            "`python -m bot embed` embeds them now)",
+            f"`{command_name()} embed` embeds them now)",
             err=True,
         )
 

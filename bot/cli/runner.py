@@ -1,4 +1,6 @@
-"""What every command shares: settings and logging, running async and stopping, the database, dates, guilds.
+"""What every command shares: settings and logging, running async and stopping, the database, the guild asked about.
+
+What the options accept (ids, dates) is bot/cli/params.py.
 
 Nothing heavy at module level (see bot/cli/__init__.py): what a command needs is imported when it runs.
 """
@@ -11,12 +13,12 @@ import functools
 import inspect
 import signal
 from collections.abc import AsyncIterator, Callable, Coroutine
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from bot.invocation import command_name
 from bot.lifecycle import StoppedError, StopRequest, stop_on_signals, unless_stopped
 from bot.logging_setup import configure_logging
 from bot.start_up import fail
@@ -138,34 +140,7 @@ async def _require_guild(app: App, guild_id: int) -> None:
     if not known:
         fail(
             f"Nothing is stored for guild {guild_id}: this database holds no guild yet (run the bot or "
-            "`python -m bot import` first, or check DATABASE_URL)."
+            f"`{command_name()} import` first, or check DATABASE_URL)."
         )
     listed = ", ".join(str(g) for g in known[:5]) + (", …" if len(known) > 5 else "")
     fail(f"Nothing is stored for guild {guild_id} in this database; it knows guild{'s' * (len(known) > 1)} {listed}.")
-
-
-class IsoDateTime(click.ParamType):
-    """An ISO date, or date and time with a space or T, seconds and offset optional; aware, UTC unless it says."""
-
-    name = "datetime"
-    EXAMPLES = "2026-11-22, 2026-11-22 12:00 or 2026-11-22T12:00:30+01:00"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
-        if isinstance(value, datetime):
-            moment = value
-        else:
-            try:
-                moment = datetime.fromisoformat(str(value).strip())
-            except ValueError:
-                self.fail(f"{value!r} is not a date and time; write it like {self.EXAMPLES}.", param, ctx)
-        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-AT_OPTION = click.option(
-    "--at",
-    "at",
-    type=IsoDateTime(),
-    default=None,
-    help="Time to use, e.g. 2026-11-22 12:00 (UTC unless an offset is given); default now.",
-)
-GUILD_OPTION = click.option("--guild", "guild_id", type=int, required=True, help="Guild (server) ID.")

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from bot.cli.runner import AT_OPTION, async_command, command_settings, migrate_database
+from bot.cli.params import AT_OPTION, Snowflake
+from bot.cli.runner import async_command, command_settings, migrate_database
 from bot.lifecycle import StopRequest
 from bot.start_up import PORTAL, discord_start_up, fail
 
@@ -78,7 +79,7 @@ def _token(settings: Settings, command: str) -> str:
 
 
 @click.command()
-@click.option("--client-id", type=int, help="The Application ID (default: read from DISCORD_TOKEN).")
+@click.option("--client-id", type=Snowflake(), help="The Application ID (default: read from DISCORD_TOKEN).")
 def invite(client_id: int | None) -> None:
     """Print the link that adds the bot to a server, with the scopes and permissions it needs."""
     settings = command_settings()

