@@ -10,6 +10,8 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+from db.asyncpg_quirks import read_lost_tls_answers
+
 SQLITE_BUSY_TIMEOUT_MS = 5000
 # PostgreSQL: how long a statement waits for a lock held elsewhere before it fails with SQLSTATE 55P03 (a busy
 # database: the transaction is retried, db/busy.py), and how long a session may sit inside a transaction without
@@ -67,6 +69,7 @@ def create_engine(database_url: str, **kwargs: Any) -> AsyncEngine:
         engine = create_async_engine(url, **kwargs)
         event.listen(engine.sync_engine, "connect", tune_sqlite)
         return engine
+    read_lost_tls_answers()
     kwargs.setdefault("pool_pre_ping", True)
     connect_args = dict(kwargs.pop("connect_args", {}))
     connect_args["server_settings"] = {**PG_SERVER_SETTINGS, **connect_args.get("server_settings", {})}
