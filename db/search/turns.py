@@ -52,26 +52,7 @@ async def around(
     yet)."""
     if not hits:
         return []
-    values: dict[str, int] = {}
-    sides = []
-    for i, hit in enumerate(hits[:neighbours]):
-        values |= {f"c{i}": hit.channel_id, f"n{i}": hit.message_id}
-        sides.append(
-            f"SELECT (SELECT max(x.message_id) FROM chat_history AS x WHERE x.channel_id = :c{i} "
-            f"AND x.message_id < :n{i})"
-        )
-        # A hit that asks: the turns after it, where its answer is ("what did the vet say?" → "nothing serious,
-        # just a sprained paw", which shares no word with any later question), someone's line in between or not.
-        if hit.text.rstrip().endswith("?"):
-            sides.append(
-                f"SELECT message_id FROM (SELECT x.message_id FROM chat_history AS x WHERE x.channel_id = :c{i} "
-                f"AND x.message_id > :n{i} ORDER BY x.message_id LIMIT {ANSWERING}) AS a{i}"
-            )
-        else:
-            sides.append(
-                f"SELECT (SELECT min(x.message_id) FROM chat_history AS x WHERE x.channel_id = :c{i} "
-                f"AND x.message_id > :n{i})"
-            )
+    values, sides = _neighbour_ids(hits[:neighbours])
     parents = [h.reply_to_id for h in hits if h.reply_to_id is not None]
     # The ids first, each source on its own index, then their rows: one WHERE with the sources OR-ed together
     # made SQLite's planner scan the guild's messages (7–14 ms at 100,000 messages, for a single hit).
@@ -100,3 +81,28 @@ async def around(
         *([driver.id_list("parents")] if parents else []),
     )
     return turns_of(await session.execute(query, params))
+
+
+def _neighbour_ids(hits: list[Turn]) -> tuple[dict[str, int], list[str]]:
+    """Subqueries for the ids of the turns beside each hit in its channel, and their parameters."""
+    values: dict[str, int] = {}
+    sides = []
+    for i, hit in enumerate(hits):
+        values |= {f"c{i}": hit.channel_id, f"n{i}": hit.message_id}
+        sides.append(
+            f"SELECT (SELECT max(x.message_id) FROM chat_history AS x WHERE x.channel_id = :c{i} "
+            f"AND x.message_id < :n{i})"
+        )
+        # A hit that asks: the turns after it, where its answer is ("what did the vet say?" → "nothing serious,
+        # just a sprained paw", which shares no word with any later question), someone's line in between or not.
+        if hit.text.rstrip().endswith("?"):
+            sides.append(
+                f"SELECT message_id FROM (SELECT x.message_id FROM chat_history AS x WHERE x.channel_id = :c{i} "
+                f"AND x.message_id > :n{i} ORDER BY x.message_id LIMIT {ANSWERING}) AS a{i}"
+            )
+        else:
+            sides.append(
+                f"SELECT (SELECT min(x.message_id) FROM chat_history AS x WHERE x.channel_id = :c{i} "
+                f"AND x.message_id > :n{i})"
+            )
+    return values, sides
