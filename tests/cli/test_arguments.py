@@ -28,7 +28,9 @@ from tests.factories import ALICE, GUILD, T0, message
 
 ROOT = Path(__file__).resolve().parents[2]
 BAD_IDS = ["0", "-1", "-5", str(2**63), "99999999999999999999", "12ab", ""]
-SOON = (datetime.now(UTC) + timedelta(days=3)).strftime("%Y-%m-%dT%H:%M")
+# Values read from the clock get ids of their own: pytest-xdist's workers must collect the same test names, and a
+# worker that collects a minute later would name "now + 3 days" otherwise.
+SOON = pytest.param((datetime.now(UTC) + timedelta(days=3)).strftime("%Y-%m-%dT%H:%M"), id="three days ahead")
 BAD_DATES = [
     "0001-01-01",
     "9999-12-31",
@@ -184,8 +186,8 @@ def test_the_ends_of_the_id_range_are_taken(value):
     [
         "2015-01-01",
         "2014-12-31T23:30-01:00",  # 00:30 UTC
-        datetime.now(UTC).isoformat(),
-        (datetime.now(UTC) + timedelta(hours=23)).isoformat(),
+        pytest.param(datetime.now(UTC).isoformat(), id="now"),
+        pytest.param((datetime.now(UTC) + timedelta(hours=23)).isoformat(), id="23 hours ahead"),
     ],
 )
 def test_the_ends_of_the_time_range_are_taken(typed):
