@@ -36,8 +36,8 @@ run: $(RUN_STAMP)
 	$(VENV)/bin/python -m bot run
 
 # Types, lint and format first (seconds), then the suite, two workers at a time (pytest-xdist): its slowest tests
-# wait on real subprocesses, so two share a 2-core machine well: CI's whole run took 7 min 15 s with the install
-# (2026-11-28), and here 16 min 32 s with two CPU burners beside it. A test past its time-out fails by its name.
+# wait on real subprocesses, so two share a 2-core machine well: 8 min 8 s here, quiet (9 min 18 s with the
+# install, 2026-12-06), and 16 min 32 s with two CPU burners beside it. A test past its time-out fails by its name.
 test: check
 	$(VENV)/bin/python -m pytest -q -n 2 --dist worksteal
 
