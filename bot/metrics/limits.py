@@ -13,8 +13,8 @@ import errno
 import gzip
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
@@ -22,10 +22,7 @@ from prometheus_client.exposition import choose_encoder, gzip_accepted
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from bot.memory.flight import read_failure
-
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 # Open connections at most. A new one beyond this closes the oldest idle one (nginx does the same with its
 # keep-alive connections), so a flood of idle connections cannot keep out a health check; with none idle (all
@@ -167,22 +164,6 @@ class _Collected:
 
     def collect(self) -> list[Metric]:
         return self._metrics
-
-
-class Shared(Generic[T]):
-    """One answer for the callers that ask while it is being worked out: a flood of /healthz runs one storage
-    check at a time (each would take a database connection the replies need), and every caller gets its result."""
-
-    def __init__(self, work: Callable[[], Awaitable[T]]) -> None:
-        self._work = work
-        self._running: asyncio.Future[T] | None = None
-
-    async def __call__(self) -> T:
-        if self._running is None or self._running.done():
-            self._running = asyncio.ensure_future(self._work())
-            self._running.add_done_callback(read_failure)
-        # Shielded: a caller that goes away does not cancel the check the others wait for.
-        return await asyncio.shield(self._running)
 
 
 class AcceptErrors:

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from bot.memory.flight import SingleFlight
 from bot.metrics.health import check
-from bot.metrics.limits import BACKLOG, HANDLER_ARGS, MAX_BODY, AcceptErrors, Gate, MetricsPage, Shared, no_body
+from bot.metrics.limits import BACKLOG, HANDLER_ARGS, MAX_BODY, AcceptErrors, Gate, MetricsPage, no_body
 from bot.metrics.meters import Meters
 from bot.settings import ConfigError
 
@@ -47,10 +48,12 @@ async def serve_metrics(
         return
     meters = Meters(app, settings)
     engine = app.memory.engine
-    health = Shared(lambda: check(engine, gateway))
+    # A flood of /healthz runs one storage check at a time (each would take a database connection the replies
+    # need); every request asking meanwhile gets its result, and one that goes away does not cancel it.
+    checks = SingleFlight()
 
     async def healthz(_request: web.Request) -> web.Response:
-        answer = await health()
+        answer = await checks.run("healthz", lambda: check(engine, gateway))
         return web.json_response({"ready": answer.ready, **answer.checks}, status=200 if answer.ready else 503)
 
     gate = Gate()
