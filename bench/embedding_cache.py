@@ -10,6 +10,7 @@ go to the real model and are kept too.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -36,23 +37,30 @@ class CachedEmbedder:
 
     @classmethod
     async def for_texts(cls, texts: Iterable[str], *, name: str) -> CachedEmbedder:
-        """A cache holding every one of `texts`: read from disk, or embedded now (with a progress bar) and saved."""
+        """A cache holding every one of `texts`: what earlier runs embedded (any guild, this model) read from disk,
+        the rest embedded now (with a progress bar) and saved beside it."""
         distinct = sorted(set(texts))
         digest = hashlib.sha256("\n".join(distinct).encode()).hexdigest()[:16]
-        path = CACHE_DIR / f"{name}-{MODEL.replace('/', '_')}-{digest}.npy"
+        prefix = f"{MODEL.replace('/', '_')}-"
         model = LocalEmbedder()
-        if path.exists():
-            vectors = np.load(path)
-        else:
-            parts = []
-            for start in tqdm(
-                range(0, len(distinct), BATCH), desc="embedding the guild's texts once", unit="batch", leave=False
-            ):
-                parts.append(await model.embed_array(distinct[start : start + BATCH]))
-            vectors = np.vstack(parts).astype(np.float16) if parts else np.zeros((0, DIMENSIONS), np.float16)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            np.save(path, vectors)
-        return cls(dict(zip(distinct, vectors, strict=True)), model)
+        table: dict[str, np.ndarray] = {}
+        for saved in sorted(CACHE_DIR.glob(f"{prefix}*.npz")):  # a changed generator re-embeds only what it changed
+            with np.load(saved) as stored:
+                table.update(zip(json.loads(stored["texts"].tobytes()), stored["vectors"], strict=True))
+        missing = [t for t in distinct if t not in table]
+        parts = []
+        for start in tqdm(
+            range(0, len(missing), BATCH), desc="embedding the guild's new texts once", unit="batch", leave=False
+        ):
+            parts.append(await model.embed_array(missing[start : start + BATCH]))
+        if parts:
+            vectors = np.vstack(parts).astype(np.float16)
+            CACHE_DIR.mkdir(parents=True, exist_ok=True)
+            # The texts as JSON bytes: a NumPy string array is as wide as its longest text, for every text.
+            texts_json = np.frombuffer(json.dumps(missing).encode(), dtype=np.uint8)
+            np.savez(CACHE_DIR / f"{prefix}{name}-{digest}.npz", texts=texts_json, vectors=vectors)
+            table.update(zip(missing, vectors, strict=True))
+        return cls({t: table[t] for t in distinct}, model)
 
     def warm(self) -> None:
         self._model.warm()

@@ -4,7 +4,8 @@ planted before each checkpoint.
 The guild is the recall benchmark's (`bench.conversations`: 16 members, 9 channels, filler of banter, small talk and
 topic chatter, a day's volume varying from tens to over a thousand messages) with stories of its own: before each
 checkpoint of the soak, every non-temporal story kind is planted once with its evidence "weeks" back (the newest
-evidence 2-6 weeks before the checkpoint) and, from month 6, once more "months" back (3-7 months). So a checkpoint
+evidence 2-6 weeks before the checkpoint) and, from month 6, once more "months" back (3-7 months), each time told by
+a member who has not told that kind before. So a checkpoint
 asks questions of the same ages as every other checkpoint: what changes between month 1 and month 12 is the guild
 around them, not the questions. Temporal kinds stay out (their wording, "about 3 months ago", is fixed to the
 benchmark's NOW).
@@ -50,6 +51,10 @@ class Asked:
 
 
 def _jobs(rng: random.Random) -> list[tuple[Job, int]]:
+    # Each member tells each story kind once in the year: a second telling with another answer would make the later
+    # question ambiguous ("which city did Ravi move to?"), and a checkpoint's questions would then be harder than an
+    # earlier one's for a reason that is the generator's, not the memory's.
+    tellers = {kind.key: iter(rng.sample(NAMES, len(NAMES))) for kind in KINDS}
     jobs: list[tuple[Job, int]] = []
     for month in CHECKPOINTS:
         before = (NOW - checkpoint_at(month)).total_seconds() / 86400
@@ -63,7 +68,7 @@ def _jobs(rng: random.Random) -> list[tuple[Job, int]]:
                 # earlier, so that the newest evidence lands in the band.
                 extra = 42.0 if kind.qtype == "multi" else 0.0
                 age = before + rng.uniform(low, high - 4) + extra
-                jobs.append(((kind, rng.choice(NAMES), age, before), month))
+                jobs.append(((kind, next(tellers[kind.key]), age, before), month))
     return jobs
 
 
