@@ -4,22 +4,20 @@ OpenAI-compatible endpoint), the resilient provider, the embedder.
 This lives outside `bot/llm/__init__.py` on purpose: importing the package's own `bot.llm.types` sets the
 attribute `types` on the package, so a `from google.genai import types` in `__init__` was replaced by our
 module before `build_llm` ran (`module 'bot.llm.types' has no attribute 'HttpOptions'` as soon as
-GEMINI_BASE_URL was set). Here Google's module is imported under a name nothing can shadow.
+GEMINI_BASE_URL was set). Here Google's module is imported under a name nothing can shadow, and only when a Gemini
+client is made: the SDK costs ~0.35 s to import, which every offline command and test process paid for nothing.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from google import genai
-from google.genai import types as genai_types
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.lifecycle import spawn
 from bot.llm.breaker import CircuitBreaker
 from bot.llm.client import LLM
 from bot.llm.embeddings import GeminiEmbedder
-from bot.llm.gemini import GeminiProvider
 from bot.llm.http import GEMINI_URL, http_session, owns
 from bot.llm.local_embedder import LocalEmbedder, install_weights, installed, load_minilm
 from bot.llm.prompts import load_prompts
@@ -27,6 +25,9 @@ from bot.llm.resilience import Limits, ResilientProvider
 from bot.llm.types import Provider
 from bot.llm.usage import UsageRecorder
 from bot.settings import ConfigError, Settings
+
+if TYPE_CHECKING:
+    from google import genai
 
 
 def missing_weights() -> str:
@@ -44,6 +45,9 @@ def make_client(settings: Settings) -> genai.Client:
     quietly retries a refused aiohttp connection itself after sleeping 1-10 s, outside our limits, deadline
     and breaker. The HTTP session is ours (`http_session`).
     """
+    from google import genai
+    from google.genai import types as genai_types
+
     assert settings.gemini_api_key is not None
     base_url = settings.gemini_base_url or GEMINI_URL
     session = http_session(base_url)
@@ -100,6 +104,8 @@ def build_llm(
         client: Any = make_openai_client(settings)
         inner: Provider = OpenAIProvider(client, models=settings.role_models)
     else:
+        from bot.llm.gemini import GeminiProvider
+
         client = make_client(settings)
         inner = GeminiProvider(client, models=settings.role_models, timeout_s=settings.llm_timeout_seconds)
     return LLM(build_resilience(settings, inner), prompts=prompts, usage=usage, client=client, offline=offline)

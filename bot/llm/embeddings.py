@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Literal, Protocol
-
-from google import genai
-from google.genai import types
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from bot.llm.resilience import ResilientProvider
 from bot.llm.tokens import estimate_tokens
 from bot.llm.types import LLMUnavailableError
 from bot.llm.usage import UsageRecorder
+
+if TYPE_CHECKING:  # loaded with a Gemini client (bot/llm/build.py), which this embedder is given
+    from google import genai
 
 Task = Literal["RETRIEVAL_QUERY", "RETRIEVAL_DOCUMENT"]
 BATCH = 100  # texts per request (the API's batch limit)
@@ -67,6 +67,8 @@ class GeminiEmbedder:
         return vectors
 
     async def _batch(self, texts: list[str], task: Task) -> list[list[float]]:
+        from google.genai import types  # loaded already: the client is the SDK's
+
         async def once() -> list[list[float]]:
             response = await self._client.aio.models.embed_content(
                 model=self.api_model,

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
-from google import genai
 from yarl import URL
+
+if TYPE_CHECKING:  # the SDK costs ~0.35 s to import: only a process with a Gemini client loads it (bot/llm/build.py)
+    from google import genai
 
 GEMINI_URL = "https://generativelanguage.googleapis.com/"
 READ_BUFFER_SIZE = 2**22  # the SDK's own session's
@@ -46,7 +49,8 @@ def http_session(base_url: str) -> aiohttp.ClientSession:
 async def close_client(client: Any) -> None:
     """Close a client from `make_client`: the SDK's connections, then our HTTP session (the SDK leaves one it was
     given open); or an `openai` client (`make_openai_client`), which owns its connections."""
-    if not isinstance(client, genai.Client):
+    sdk = sys.modules.get("google.genai")  # not loaded: the client cannot be one of its own
+    if sdk is None or not isinstance(client, sdk.Client):
         await client.close()
         return
     try:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TypeVar
 
 from aiolimiter import AsyncLimiter
-from google.genai import errors
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_exponential_jitter
 
 from bot import answer_due
@@ -79,20 +80,30 @@ _TRANSPORT_NAMES = {
 _SECONDS = re.compile(r"^([\d.]+)s$")
 
 
+def _sdk_errors() -> ModuleType | None:
+    """google-genai's errors, if the SDK is loaded: only a Gemini client raises them, and importing the SDK would
+    cost every command that never makes one ~0.35 s (bot/llm/build.py imports it with the client)."""
+    return sys.modules.get("google.genai.errors")
+
+
 def is_transient(exc: BaseException) -> bool:
     """429, 408, 5xx, time-outs and dropped connections are worth another try; other errors are not."""
-    if isinstance(exc, errors.ClientError):
+    errors = _sdk_errors()
+    if errors is not None and isinstance(exc, errors.ClientError):
         return exc.code in {408, 429}
     if isinstance(exc, EndpointError):
         return exc.status in {408, 429} or exc.status >= 500
-    if isinstance(exc, (errors.ServerError, TimeoutError, EndpointUnreachableError, *TRANSPORT_ERRORS)):
+    if errors is not None and isinstance(exc, errors.ServerError):
+        return True
+    if isinstance(exc, (TimeoutError, EndpointUnreachableError, *TRANSPORT_ERRORS)):
         return True
     return type(exc).__name__ in _TRANSPORT_NAMES
 
 
 def describe(exc: BaseException, timeout_s: float | None = None) -> str:
     """A failure as an operator reads it: the API's status and message, or what went wrong on the way."""
-    if isinstance(exc, errors.APIError):
+    errors = _sdk_errors()
+    if errors is not None and isinstance(exc, errors.APIError):
         message = " ".join(str(exc.message or "").split())[:300]
         return f"{exc.code} {exc.status or ''}: {message}".replace("  ", " ").strip(": ")
     if isinstance(exc, (EndpointError, EndpointUnreachableError)):
@@ -108,7 +119,8 @@ def server_retry_delay(exc: BaseException | None) -> float:
     """The delay the API asked for (google.rpc.RetryInfo, or an endpoint's Retry-After), in seconds, or 0."""
     if isinstance(exc, EndpointError):
         return exc.retry_after
-    if not isinstance(exc, errors.APIError) or not isinstance(exc.details, dict):
+    errors = _sdk_errors()
+    if errors is None or not isinstance(exc, errors.APIError) or not isinstance(exc.details, dict):
         return 0.0
     for detail in exc.details.get("error", {}).get("details", []) or []:
         if isinstance(detail, dict) and (match := _SECONDS.match(str(detail.get("retryDelay", "")))):

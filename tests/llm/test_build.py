@@ -15,6 +15,7 @@ from bot.llm import LLM, build_embedder
 from bot.llm.build import missing_weights
 from bot.llm.prompts import load_prompts
 from bot.settings import ConfigError, load_settings
+from tests.children import die_with_parent
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPED = "hello there\nElefant, remember that I like tea\n/quit\n"
@@ -79,3 +80,27 @@ def test_the_console_with_words_only_starts_without_weights(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "Elefant: Got it." in result.stdout
     assert (tmp_path / "data" / "elefant.db").is_file()  # DATA_DIR's default, taken from where it started
+
+
+def test_only_a_process_with_a_gemini_client_imports_google_genai(tmp_path):
+    """The SDK costs ~0.35 s to import; every offline command (and each of the suite's ~190 bot processes) paid it
+    for nothing. A Gemini client still gets it."""
+    script = (
+        "import asyncio, sys\n"
+        "import bot.app, bot.console, bot.discord_bot, bot.cli.runner\n"
+        "from bot.llm import build_llm\n"
+        "from bot.settings import load_settings\n"
+        "async def main(key):\n"
+        "    llm = build_llm(load_settings(gemini_api_key=key, llm_provider=None), sessions=None)\n"
+        "    print('google.genai' in sys.modules, end=' ')\n"
+        "    await llm.close()\n"
+        "asyncio.run(main(None)); asyncio.run(main('k'))\n"
+    )
+    env = {**os.environ, "DATA_DIR": str(tmp_path)}
+    env.pop("GEMINI_API_KEY", None)
+    out = subprocess.run(
+        [sys.executable, "-c", script], check=False, capture_output=True, text=True, cwd=tmp_path, env=env,
+        preexec_fn=die_with_parent,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "True"]
