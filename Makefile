@@ -39,7 +39,7 @@ run: $(RUN_STAMP)
 # wait on real subprocesses, so two share a 2-core machine well: 8 min 8 s here, quiet (9 min 18 s with the
 # install, 2026-12-06), and 16 min 32 s with two CPU burners beside it. A test past its time-out fails by its name.
 test: check
-	$(VENV)/bin/python -m pytest -q -n 2 --dist worksteal
+	$(VENV)/bin/python -m pytest -q -n 4 --dist load
 
 check: $(DEV_STAMP)
 	$(VENV)/bin/mypy

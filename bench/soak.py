@@ -19,6 +19,7 @@ day is summarised as the scheduler does; statistics, embedding and caches run as
 
     python -m bench.soak                          # SQLite and PostgreSQL, ~180,000 messages (about 25 minutes)
     python -m bench.soak --messages 20000 --sqlite-only
+    python -m bench.soak --postgres-only         # one database at a time (--sqlite-only, --postgres-only)
     python -m bench.soak --no-answers            # the control: the same guild, the bot never answering
 """
 
@@ -384,7 +385,13 @@ def report(name: str, points: list[Checkpoint]) -> None:
 
 
 async def run(
-    messages: int, *, postgres: str | None, seed: int, answering: bool = True, per_band: int | None = None
+    messages: int,
+    *,
+    postgres: str | None,
+    seed: int,
+    answering: bool = True,
+    per_band: int | None = None,
+    sqlite: bool = True,
 ) -> dict[str, list[Checkpoint]]:
     """Live the guild on SQLite (and PostgreSQL), report each; `per_band`: at most so many planted questions of
     each band at each checkpoint (a quick check)."""
@@ -399,7 +406,7 @@ async def run(
                                                       lived(conv, seed)) if not to_bot)  # fmt: skip
     embedder = await CachedEmbedder.for_texts(speech, name=f"soak-{messages}-{seed}")
     results: dict[str, list[Checkpoint]] = {}
-    backends: list[tuple[str, Callable[[Path], object]]] = [("SQLite", sqlite_engine)]
+    backends: list[tuple[str, Callable[[Path], object]]] = [("SQLite", sqlite_engine)] if sqlite else []
     if postgres:
         backends.append(("PostgreSQL", lambda d: postgres_engine(postgres)))
     try:
@@ -422,6 +429,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--postgres", default=DEFAULT_POSTGRES, help="a PostgreSQL URL to create a database in")
     parser.add_argument("--sqlite-only", action="store_true")
+    parser.add_argument("--postgres-only", action="store_true")
     parser.add_argument("--questions", type=int, help="at most this many planted questions per band and checkpoint")
     parser.add_argument(
         "--no-answers", action="store_true", help="the control: what members write to the bot is stored, not answered"
@@ -429,7 +437,14 @@ def main() -> None:
     args = parser.parse_args()
     postgres = None if args.sqlite_only else args.postgres
     asyncio.run(
-        run(args.messages, postgres=postgres, seed=args.seed, answering=not args.no_answers, per_band=args.questions)
+        run(
+            args.messages,
+            postgres=postgres,
+            seed=args.seed,
+            answering=not args.no_answers,
+            per_band=args.questions,
+            sqlite=not args.postgres_only,
+        )
     )
 
 
