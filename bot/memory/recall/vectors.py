@@ -11,7 +11,6 @@ index until it is rebuilt, but never reach anyone: every candidate is read back 
 from __future__ import annotations
 
 import asyncio
-import heapq
 import logging
 import math
 import time
@@ -38,12 +37,6 @@ SYNC_SECONDS = 10.0
 # until there are REBUILD_AFTER of them in the guild.
 KEEP_SELECTOR_FROM = 20_000
 REBUILD_AFTER = 50_000
-# A member's or a time's messages up to this many are searched exactly (their vectors read back from the index), not
-# through the IVF's probed lists: with a filter, the lists probed held few of them, and a year-old guild just past
-# IVF_FROM lost most of a member's weeks-old answers (bench.soak month 12: 16 of 53 found on an IVF, 25 exactly).
-# 20,000 vectors read back and compared take a few milliseconds; a larger share of a large guild stays on the IVF.
-EXACT_UP_TO = 20_000
-EXACT_CHUNK = 4096
 
 
 def quantize(vectors: np.ndarray) -> list[tuple[bytes, float]]:
@@ -231,14 +224,6 @@ class VectorIndex:
         guild = await self._guild(guild_id)
         if guild.size == 0:
             return []
-        if guild.trained_at and (author is not None or window is not None):
-            keep = np.ones(len(guild.ids), dtype=bool)
-            if window is not None:
-                keep &= (guild.times >= window[0]) & (guild.times < window[1])
-            if author is not None:
-                keep &= guild.authors == author
-            if np.count_nonzero(keep) <= EXACT_UP_TO:
-                return self._exact(guild, query, np.unique(guild.ids[keep]), k)
         params = None
         selectors: tuple[faiss.IDSelector, ...] = ()
         if window is not None:
@@ -265,24 +250,12 @@ class VectorIndex:
     async def similarity(self, guild_id: int, query: np.ndarray, message_ids: list[int]) -> dict[int, float]:
         """Cosine of the query to each given message that has a vector."""
         guild = await self._guild(guild_id)
-        return self._cosines(guild, query, message_ids)
-
-    @classmethod
-    def _exact(cls, guild: _Guild, query: np.ndarray, ids: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """The k of `ids` most similar to the query, every one compared (in chunks: a bounded copy of vectors)."""
-        found: dict[int, float] = {}
-        for start in range(0, len(ids), EXACT_CHUNK):
-            found |= cls._cosines(guild, query, ids[start : start + EXACT_CHUNK].tolist())
-        return heapq.nlargest(k, found.items(), key=lambda item: item[1])
-
-    @classmethod
-    def _cosines(cls, guild: _Guild, query: np.ndarray, message_ids: list[int]) -> dict[int, float]:
         if not message_ids:
             return {}
         try:  # one call for all (a call per message was ~5 µs each, on the event loop)
             vectors = guild.index.reconstruct_batch(np.asarray(message_ids, dtype=np.int64))
         except RuntimeError:  # one of them has no vector (yet): each on its own
-            return cls._one_by_one(guild, query, message_ids)
+            return self._one_by_one(guild, query, message_ids)
         return dict(zip(message_ids, (vectors @ query).tolist(), strict=True))
 
     async def vectors_of(self, guild_id: int, message_ids: list[int]) -> np.ndarray:
