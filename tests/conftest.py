@@ -31,29 +31,6 @@ pytest_plugins = [
 ]
 PG_BASE_URL = os.environ.get("TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
 SNOWFLAKE = 2**60  # real Discord IDs are this large; small test IDs would hide BigInteger mistakes
-# Run first: each takes 10-60 s of a worker (several processes of the bot, or a year of a guild). xdist hands out
-# tests in collection order, and one of these started last decided alone when a run ended.
-LONGEST_FIRST = (
-    "tests/test_fleet.py::",
-    "tests/bench/test_soak.py::",
-    "tests/test_console.py::test_stats_export_and_purge_from_the_command_line",
-    "tests/db/test_single_writer.py::",
-    "tests/test_importer_memory.py::",
-    "tests/metrics/test_flood.py::",
-    "tests/test_stops.py::",
-    "tests/discord/test_start_up.py::test_run_connects",
-    "tests/memory/summaries/test_claims.py::test_three_processes",
-    "tests/db/test_scope.py::test_removing_any_single_filter_leaks",
-    "tests/llm/test_minilm_graph.py::",
-    "tests/llm/test_embed_process.py::",
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    def rank(item: pytest.Item) -> int:
-        return next((i for i, prefix in enumerate(LONGEST_FIRST) if item.nodeid.startswith(prefix)), len(LONGEST_FIRST))
-
-    items.sort(key=rank)  # stable: the rest keep their order
 
 
 def _asyncpg_dsn(url: str) -> str:
