@@ -38,7 +38,8 @@ run: $(RUN_STAMP)
 # Types, lint and format first (seconds), then the suite, four workers at a time (pytest-xdist, work stealing): its
 # slow tests mostly wait on real subprocesses, so four keep a 2-core machine busy. Quiet here (2026-12-06), in one
 # checkout: 7 min 14 s with four workers against 8 min 9 s with two; on a fresh clone 8 min 14 s (9 min 36 s with the
-# install); 16 min 32 s with two workers beside two CPU burners. A test past its time-out fails by its name.
+# install); beside two CPU burners 14 min 55 s (16 min 32 s with two workers). A test past its time-out fails by
+# its name.
 test: check
 	$(VENV)/bin/python -m pytest -q -n 4 --dist worksteal
 
