@@ -428,8 +428,9 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=180_000, help="messages over the guild's 15 months")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--postgres", default=DEFAULT_POSTGRES, help="a PostgreSQL URL to create a database in")
-    parser.add_argument("--sqlite-only", action="store_true")
-    parser.add_argument("--postgres-only", action="store_true")
+    only = parser.add_mutually_exclusive_group()  # both would measure nothing
+    only.add_argument("--sqlite-only", action="store_true")
+    only.add_argument("--postgres-only", action="store_true")
     parser.add_argument("--questions", type=int, help="at most this many planted questions per band and checkpoint")
     parser.add_argument(
         "--no-answers", action="store_true", help="the control: what members write to the bot is stored, not answered"
