@@ -49,7 +49,17 @@ from bench.common import postgres_engine, print_table, sqlite_engine
 from bench.conversation_guild import Message, snowflake
 from bench.conversations import Conversation, write_exports
 from bench.embedding_cache import CachedEmbedder
-from bench.soak_guild import CHECKPOINTS, LIVES_FROM, Asked, History, addressed_text, checkpoint_at, lived, soak_guild
+from bench.soak_guild import (
+    CHECKPOINTS,
+    LIVES_FROM,
+    TELLINGS,
+    Asked,
+    History,
+    addressed_text,
+    checkpoint_at,
+    lived,
+    soak_guild,
+)
 from bot.app import responder_for
 from bot.importer import import_file
 from bot.llm.client import LLM
@@ -392,10 +402,12 @@ async def run(
     answering: bool = True,
     per_band: int | None = None,
     sqlite: bool = True,
+    tellings: int = TELLINGS,
 ) -> dict[str, list[Checkpoint]]:
     """Live the guild on SQLite (and PostgreSQL), report each; `per_band`: at most so many planted questions of
-    each band at each checkpoint (a quick check)."""
-    conv, asked = soak_guild(messages, seed)
+    each band at each checkpoint (a quick check); `tellings`: each story kind told so many times per checkpoint and
+    band (a small guild holds fewer stories)."""
+    conv, asked = soak_guild(messages, seed, tellings)
     if per_band is not None:
         taken: Counter[tuple[int, str]] = Counter()
         for item in list(asked):

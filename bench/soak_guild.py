@@ -3,9 +3,9 @@ planted before each checkpoint.
 
 The guild is the recall benchmark's (`bench.conversations`: 16 members, 9 channels, filler of banter, small talk and
 topic chatter, a day's volume varying from tens to over a thousand messages) with stories of its own: before each
-checkpoint of the soak, every non-temporal story kind is planted once with its evidence "weeks" back (the newest
-evidence 2-6 weeks before the checkpoint) and, from month 6, once more "months" back (3-7 months), each time told by
-a member who has not told that kind before. So a checkpoint
+checkpoint of the soak, every non-temporal story kind is planted twice (`TELLINGS`) with its evidence "weeks" back
+(the newest evidence 2-6 weeks before the checkpoint) and, from month 6, twice more "months" back (3-7 months), each
+time told by a member who has not told that kind before. So a checkpoint
 asks questions of the same ages as every other checkpoint: what changes between month 1 and month 12 is the guild
 around them, not the questions. Temporal kinds stay out (their wording, "about 3 months ago", is fixed to the
 benchmark's NOW).
@@ -34,6 +34,9 @@ CHECKPOINTS = (1, 3, 6, 12)
 ADDRESSED = 0.05
 BANDS = {"weeks": (14.0, 42.0), "months": (90.0, 210.0)}  # the newest evidence's age at the checkpoint, in days
 MONTHS_FROM = 6  # the "months" band is asked from this checkpoint on (earlier ones have too little past)
+# Each kind told this many times per checkpoint and band (by different members): one telling gave ~50 questions per
+# checkpoint and band, a share's standard error ±0.065, so two checkpoints could differ by 0.1 from the draw alone.
+TELLINGS = 2
 
 
 def checkpoint_at(month: int) -> datetime:
@@ -50,7 +53,7 @@ class Asked:
     band: str
 
 
-def _jobs(rng: random.Random) -> list[tuple[Job, int]]:
+def _jobs(rng: random.Random, tellings: int) -> list[tuple[Job, int]]:
     # Each member tells each story kind once in the year: a second telling with another answer would make the later
     # question ambiguous ("which city did Ravi move to?"), and a checkpoint's questions would then be harder than an
     # earlier one's for a reason that is the generator's, not the memory's.
@@ -67,15 +70,17 @@ def _jobs(rng: random.Random) -> list[tuple[Job, int]]:
                 # A multi story's second scene comes 14-70 days after its first: its first is planted that much
                 # earlier, so that the newest evidence lands in the band.
                 extra = 42.0 if kind.qtype == "multi" else 0.0
-                age = before + rng.uniform(low, high - 4) + extra
-                jobs.append(((kind, next(tellers[kind.key]), age, before), month))
+                for _ in range(tellings):
+                    age = before + rng.uniform(low, high - 4) + extra
+                    jobs.append(((kind, next(tellers[kind.key]), age, before), month))
     return jobs
 
 
-def soak_guild(messages: int, seed: int = 7) -> tuple[Conversation, list[Asked]]:
-    """The guild (about `messages` messages over 15 months) and each checkpoint's questions."""
+def soak_guild(messages: int, seed: int = 7, tellings: int = TELLINGS) -> tuple[Conversation, list[Asked]]:
+    """The guild (about `messages` messages over 15 months) and each checkpoint's questions, each story kind told
+    `tellings` times per checkpoint and band."""
     rng = random.Random(f"soak-{seed}")
-    scheduled = _jobs(rng)
+    scheduled = _jobs(rng, tellings)
     planted, roles, questions, members, channels = plant(seed, [job for job, _ in scheduled])
     conv = Conversation(
         GUILD_ID,

@@ -8,7 +8,7 @@ from bench.soak_guild import CHECKPOINTS, MONTHS_FROM
 
 
 async def test_a_tiny_soak_measures_every_checkpoint_and_the_control_answers_nothing(capsys):
-    lived = await soak.run(3_000, postgres=None, seed=7, per_band=2)
+    lived = await soak.run(3_000, postgres=None, seed=7, per_band=2, tellings=1)
     points = lived["SQLite"]
     assert [p.month for p in points] == list(CHECKPOINTS)
     for point in points:
@@ -23,6 +23,6 @@ async def test_a_tiny_soak_measures_every_checkpoint_and_the_control_answers_not
     printed = capsys.readouterr().out
     assert "| month | recall p50/p99 ms |" in printed and "month 12 against month 1" in printed
 
-    control = (await soak.run(3_000, postgres=None, seed=7, per_band=1, answering=False))["SQLite"]
+    control = (await soak.run(3_000, postgres=None, seed=7, per_band=1, answering=False, tellings=1))["SQLite"]
     # Only the checkpoints' own questions are answered: the guild's messages to the bot never are.
     assert all(not point.replies for point in control)

@@ -2,9 +2,9 @@
 
 A guild's index is built from SQL the first time it is searched, then kept current by what this process
 embeds and by a sync of rows other processes stored (by their id, every SYNC_SECONDS). Small guilds get an
-exact index over half floats; from IVF_FROM
-vectors on, an inverted-file index (IVF, 8-bit scalars, nlist ≈ √n, NPROBE lists searched), trained on the
-guild's own vectors and rebuilt when the guild has grown fourfold since. Deleted messages may linger in an
+exact index over half floats; from IVF_FROM vectors on, an inverted-file index (IVF, 8-bit scalars, nlist ≈ √n,
+NPROBE lists searched; more for a member or a time), trained on the guild's own vectors and rebuilt when the
+guild has grown fourfold since. Deleted messages may linger in an
 index until it is rebuilt, but never reach anyone: every candidate is read back through the SQL read scope.
 """
 
@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 faiss.omp_set_num_threads(1)
 IVF_FROM = 100_000
 NPROBE = 24
+# A search kept to a member or a time scans lists until about this many vectors are seen: a paraphrase (cosine 0.2-0.4)
+# may sit in any list, and among a member's messages be the best. All lists (6 ms) at 175,000; a quarter at 1 M.
+FILTERED_SCAN = 250_000
 SYNC_SECONDS = 10.0
 # A member with this many vectors keeps their id set (a faiss selector) between searches: building it took
 # 30–230 ms for a member with half of a 1 M-message guild. Vectors added since join it as a small second set
@@ -95,6 +98,11 @@ def _ivf(dim: int, sample: np.ndarray) -> faiss.Index:
     return ivf  # faiss's Python wrapper keeps the quantizer referenced by the index
 
 
+def _filtered_probes(guild: _Guild) -> int:
+    lists = faiss.extract_index_ivf(guild.index).nlist
+    return min(lists, max(NPROBE * 4, math.ceil(lists * FILTERED_SCAN / max(1, guild.size))))
+
+
 @dataclass
 class _Guild:
     index: faiss.Index
@@ -111,8 +119,9 @@ class _Guild:
     _times: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
     _noted: int = 0
 
-    # A busy member's selector and how many of `ids` it covers.
-    selectors: dict[int, tuple[faiss.IDSelector, int]] = field(default_factory=dict)
+    selectors: dict[int, tuple[faiss.IDSelector, int]] = field(default_factory=dict)  # busy members', and coverage
+    # From which hour (POSIX s), its selector, how many of `ids` it covers: every question's season (10 ms at 1 M).
+    recent: tuple[float, faiss.IDSelector, int] | None = None
 
     @property
     def ids(self) -> np.ndarray:
@@ -156,12 +165,7 @@ class _Guild:
         kept = self.selectors.get(author)
         if kept is not None and len(self.ids) - kept[1] <= REBUILD_AFTER:
             base, upto = kept
-            # An edited message's id may be in both sets; a selector is a set, so no np.unique.
-            since = self.ids[upto:][self.authors[upto:] == author]
-            if not len(since):
-                return (base,)
-            extra = faiss.IDSelectorBatch(since)
-            return base, extra, faiss.IDSelectorOr(base, extra)
+            return self._and_since(base, upto, self.authors[upto:] == author)
         # No np.unique: it sorted half a million ids per question for a busy member (215 ms at 1 M messages).
         chosen = self.ids[self.authors == author]
         if not len(chosen):
@@ -170,6 +174,27 @@ class _Guild:
         if len(chosen) >= KEEP_SELECTOR_FROM:
             self.selectors[author] = (selector, len(self.ids))
         return (selector,)
+
+    def from_hour_of(self, moment: float) -> tuple[faiss.IDSelector, ...]:
+        """A selector of the messages indexed from the hour `moment` falls in, as `of_author` gives one."""
+        hour = math.floor(moment / 3600) * 3600.0
+        kept = self.recent
+        if kept is None or kept[0] != hour or len(self.ids) - kept[2] > REBUILD_AFTER:
+            chosen = self.ids[self.times >= hour]
+            if not len(chosen):
+                return ()
+            kept = self.recent = (hour, faiss.IDSelectorBatch(chosen), len(self.ids))
+        _, base, upto = kept
+        return self._and_since(base, upto, self.times[upto:] >= hour)
+
+    def _and_since(self, base: faiss.IDSelector, upto: int, chosen: np.ndarray) -> tuple[faiss.IDSelector, ...]:
+        """A kept selector with the vectors noted since it was built that `chosen` picks (a mask over them)."""
+        # An edited message's id may be in both sets; a selector is a set, so no np.unique.
+        since = self.ids[upto:][chosen]
+        if not len(since):
+            return (base,)
+        extra = faiss.IDSelectorBatch(since)
+        return base, extra, faiss.IDSelectorOr(base, extra)
 
 
 class VectorIndex:
@@ -218,34 +243,48 @@ class VectorIndex:
         *,
         author: int | None = None,
         window: tuple[float, float] | None = None,
+        since: float | None = None,
     ) -> list[tuple[int, float]]:
-        """The k message ids most similar to the query vector, with their cosine (index approximation);
-        with `author` or `window` (POSIX seconds), among that member's messages or those of that time only."""
+        """The k message ids most similar to the query vector, with their cosine (index approximation); with
+        `author`, `window` or `since` (POSIX s), among that member's, that time's or those from `since`'s hour on
+        (`since` with no `author`)."""
         guild = await self._guild(guild_id)
         if guild.size == 0:
             return []
         params = None
-        selectors: tuple[faiss.IDSelector, ...] = ()
-        if window is not None:
-            keep = (guild.times >= window[0]) & (guild.times < window[1])
-            if author is not None:
-                keep &= guild.authors == author
-            chosen = guild.ids[keep]  # an edited message's id may be here twice: a selector is a set
-            selectors = (faiss.IDSelectorBatch(chosen),) if len(chosen) else ()
-        elif author is not None:
-            selectors = guild.of_author(author)
-        if author is not None or window is not None:
+        selectors = self._selectors(guild, author, window, since)
+        if author is not None or window is not None or since is not None:
             if not selectors:
                 return []
             # faiss's wrapper sets keyword arguments as attributes; its stubs declare no parameters
             params = (
-                faiss.SearchParametersIVF(sel=selectors[-1], nprobe=NPROBE * 4)  # type: ignore[call-arg]
+                faiss.SearchParametersIVF(sel=selectors[-1], nprobe=_filtered_probes(guild))  # type: ignore[call-arg]
                 if guild.trained_at
                 else faiss.SearchParameters(sel=selectors[-1])  # type: ignore[call-arg]
             )
         scores, ids = guild.index.search(query.reshape(1, -1).astype(np.float32), k, params=params)
         del selectors  # referenced until the search is over
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0]
+
+    @staticmethod
+    def _selectors(
+        guild: _Guild, author: int | None, window: tuple[float, float] | None, since: float | None
+    ) -> tuple[faiss.IDSelector, ...]:
+        """The selector a search keeps to (last) and its parts; empty: none to search, or with no filter all."""
+        if window is not None:
+            keep = (guild.times >= window[0]) & (guild.times < window[1])
+            if author is not None:
+                keep &= guild.authors == author
+            chosen = guild.ids[keep]  # an edited message's id may be here twice: a selector is a set
+            return (faiss.IDSelectorBatch(chosen),) if len(chosen) else ()
+        if since is not None:  # the guild's (a member's own season searched too much: bot/memory/recall/search.py)
+            return guild.from_hour_of(since)
+        return guild.of_author(author) if author is not None else ()
+
+    async def oldest(self, guild_id: int) -> float | None:
+        """When the guild's oldest indexed message was written (POSIX seconds; None: nothing indexed)."""
+        guild = await self._guild(guild_id)
+        return float(guild.times.min()) if len(guild.times) else None
 
     async def similarity(self, guild_id: int, query: np.ndarray, message_ids: list[int]) -> dict[int, float]:
         """Cosine of the query to each given message that has a vector."""

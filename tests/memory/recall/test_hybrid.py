@@ -20,6 +20,7 @@ from bot.lifecycle import landed
 from bot.llm.embeddings import GeminiEmbedder
 from bot.memory.manager import MemoryManager
 from bot.memory.recall import embedding
+from bot.memory.recall import search as recall_search
 from bot.memory.recall import vectors as vector_index
 from bot.memory.summaries import context as member_context
 from bot.memory.summaries import rollups
@@ -177,6 +178,36 @@ async def test_a_busy_members_kept_selector_finds_their_messages_and_only_theirs
     monkeypatch.setattr(vector_index, "REBUILD_AFTER", 0)
     assert await bobs() == {"my finals are on friday, wish me luck", "kettle", "the exam moved to monday"}
     assert guild.selectors[BOB][1] == len(guild.ids)  # built again, over everything indexed
+
+
+async def test_a_few_weeks_old_message_meets_only_the_last_seasons_competition(build, stub, monkeypatch):
+    """A guild that has lived long holds many older messages nearer the question than a recent answer: the
+    nearest are also looked for in the last season alone, so the answer stays a candidate (bench.soak, "weeks"),
+    also one embedded after the season's selector was kept."""
+    monkeypatch.setattr(recall_search, "VECTOR_POOL", 3)
+    monkeypatch.setattr(recall_search, "MEMBER_POOL", 3)
+    memory = await build()
+    for n in range(6):  # a year ago: exactly the question's meaning ("finals" is the exam concept, not its word)
+        await memory.intake.message(message(f"finals {n}", author=BOB, at=T0 - timedelta(days=300 + n)))
+    answer = message("finals done, the cat slept through it", author=BOB, at=T0 - timedelta(days=20))
+    await memory.intake.message(answer)
+    await memory.flush()
+    assert memory.embedding is not None
+    await memory.embedding.idle()
+    assert await memory.recollection.vectors_ready(GUILD)
+
+    async def found(question: str, wanted: str) -> bool:
+        messages, _ = await memory.recollection.search(GUILD, question, channel_id=CHANNEL, now=T0)
+        return wanted in {h.text for h in messages}
+
+    assert await found("how did the exam go?", "finals done, the cat slept through it")
+    assert await found("how did bob's exam go?", "finals done, the cat slept through it")  # naming him too
+    await memory.intake.message(message("finals again, the kitten helped", author=BOB, at=T0 - timedelta(days=1)))
+    await memory.flush()
+    await memory.embedding.idle()  # added to the loaded index after the season's selector was kept
+    assert await found("how did the exam go?", "finals again, the kitten helped")
+    monkeypatch.setattr(recall_search, "SEASON_DAYS", 400.0)  # the whole guild is one season: no pool of its own
+    assert not await found("how did the exam go?", "finals done, the cat slept through it")
 
 
 async def test_background_embedding_waits_while_a_recall_search_is_under_way(build, stub, monkeypatch):
