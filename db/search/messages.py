@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, BindParameter, Float, Integer, bindparam, func, select, text
+from sqlalchemy import BigInteger, BindParameter, Float, Integer, String, bindparam, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import scope as scoping
@@ -223,3 +223,28 @@ async def span(session: AsyncSession, guild_id: int, *, before: datetime) -> tup
     )
     first, last = (await session.execute(select(oldest, newest))).one()
     return None if first is None or last is None else (first, last)
+
+
+_NEWEST_FTS5 = text(
+    "SELECT rowid FROM chat_fts WHERE chat_fts MATCH :match ORDER BY rowid DESC LIMIT :limit"
+).bindparams(bindparam("match", type_=String()), bindparam("limit", type_=Integer()))
+# The GIN index finds the matches, the guild filters them (OFFSET 0: see fts.POSTGRES_MATCHES).
+_NEWEST_POSTGRES = text("""
+    SELECT m.message_id FROM (
+        SELECT c.message_id, c.guild_id FROM chat_history AS c, websearch_to_tsquery('english', :words) AS q(query)
+        WHERE c.search @@ q.query OFFSET 0
+    ) AS m
+    WHERE m.guild_id = :guild_id ORDER BY m.message_id DESC LIMIT :limit
+""").bindparams(
+    bindparam("words", type_=String()), bindparam("guild_id", type_=BigInteger()), bindparam("limit", type_=Integer())
+)
+
+
+async def newest_matching(session: AsyncSession, guild_id: int, terms: list[str], *, limit: int) -> list[int]:
+    """The ids of the guild's newest `limit` messages holding any of `terms` (no rows read: their ids choose
+    among vectors, and what is chosen is read back through the read scope)."""
+    if driver.is_sqlite(session):
+        params: dict[str, object] = {"match": fts.fts5_match(guild_id, terms, None), "limit": limit}
+        return list((await session.execute(_NEWEST_FTS5, params)).scalars())
+    params = {"words": fts.tsquery_words(terms), "guild_id": guild_id, "limit": limit}
+    return list((await session.execute(_NEWEST_POSTGRES, params)).scalars())

@@ -32,6 +32,7 @@ from db.search.types import Search, SummaryRow, Turn
 log = logging.getLogger(__name__)
 POOL = 120  # full-text candidates, whatever the number of results asked for
 MEMBER_POOL = 200  # a named member's own candidates (and those of the time asked about)
+MENTIONS = 2_000  # a named member's newest mentions, among which the nearest are looked for
 VECTOR_POOL = 200
 FEEDBACK_HITS = 5  # the named member's best hits that say what a question is about in their words
 FEEDBACK_WEIGHT = 0.5  # their mean beside the question's own vector
@@ -110,7 +111,7 @@ class Recall:
         # messages and their rows come while the full-text search runs.
         embedding_task = asyncio.ensure_future(self._embed_question(guild_id, question, encoding))
         nearest_task = asyncio.ensure_future(
-            self._nearest(search, embedding_task, list(members), window or recent, window_named=window is not None)
+            self._nearest(search, embedding_task, members, window or recent, window_named=window is not None)
         )
         try:
             async with self._sessions() as session:
@@ -175,6 +176,13 @@ class Recall:
         nearer = await self._index.similarity(guild_id, shifted, [m for m in turns if m not in found])
         merged = {m: max(cosine.get(m, 0.0), found.get(m, nearer.get(m, 0.0))) for m in turns}
         return list(turns.values()), merged
+
+    async def _mentions(self, search: Search, member: int, names: set[str]) -> list[int]:
+        """The newest MENTIONS messages that name the member or mention them."""
+        async with self._sessions() as session:
+            return await message_store.newest_matching(
+                session, search.guild_id, [*sorted(names), str(member)], limit=MENTIONS
+            )
 
     async def _recent_part(self, guild_id: int, now: datetime) -> Window | None:
         """What "recently" means in this guild at `now`: the last RECENT_SHARE of its stored span up to its newest
@@ -247,7 +255,7 @@ class Recall:
         self,
         search: Search,
         embedding: Awaitable[np.ndarray | None],
-        members: list[int],
+        members: dict[int, set[str]],
         window: Window | None,
         *,
         window_named: bool = False,
@@ -263,8 +271,10 @@ class Recall:
         guild_id = search.guild_id
         try:
             nearest = await self._index.search(guild_id, query, VECTOR_POOL)
-            for member in members:
+            for member, names in members.items():  # their own messages, and those that name or mention them
                 nearest += await self._index.search(guild_id, query, MEMBER_POOL, author=member)
+                about = await self._mentions(search, member, names)
+                nearest += await self._index.search(guild_id, query, MEMBER_POOL, among=about)
             season = (search.now - timedelta(days=SEASON_DAYS)).timestamp()
             if (await self._index.oldest(guild_id) or season) < season:  # a younger guild's season is all of it
                 # Not a named member's season too: their recent chatter then outranked older answers (end to end

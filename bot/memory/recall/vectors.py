@@ -24,6 +24,7 @@ from bot.memory.flight import read_failure
 from db import vectors as store
 
 log = logging.getLogger(__name__)
+Span = tuple[float, float]  # POSIX seconds
 # One OpenMP thread: a question's search is one vector against a guild's index (0.1 ms), and a second thread that
 # the busy machine does not schedule at once keeps the first at OpenMP's barrier, on the event loop — 17 ms a
 # search under bench.load and a 52 ms p99 beside other work, against 2-3 ms with one. Builds run in a thread of
@@ -242,18 +243,18 @@ class VectorIndex:
         k: int,
         *,
         author: int | None = None,
-        window: tuple[float, float] | None = None,
+        window: Span | None = None,
         since: float | None = None,
+        among: list[int] | None = None,
     ) -> list[tuple[int, float]]:
-        """The k message ids most similar to the query vector, with their cosine (index approximation); with
-        `author`, `window` or `since` (POSIX s), among that member's, that time's or those from `since`'s hour on
-        (`since` with no `author`)."""
+        """The k message ids most similar to the query vector, with their cosine (index approximation); only those
+        of `author`, in `window` (POSIX s), from `since`'s hour on (no `author` with it) or `among`, if given."""
         guild = await self._guild(guild_id)
         if guild.size == 0:
             return []
         params = None
-        selectors = self._selectors(guild, author, window, since)
-        if author is not None or window is not None or since is not None:
+        selectors = self._selectors(guild, author, window, since, among)
+        if any(f is not None for f in (author, window, since, among)):
             if not selectors:
                 return []
             # faiss's wrapper sets keyword arguments as attributes; its stubs declare no parameters
@@ -268,9 +269,11 @@ class VectorIndex:
 
     @staticmethod
     def _selectors(
-        guild: _Guild, author: int | None, window: tuple[float, float] | None, since: float | None
+        guild: _Guild, author: int | None, window: Span | None, since: float | None, among: list[int] | None
     ) -> tuple[faiss.IDSelector, ...]:
         """The selector a search keeps to (last) and its parts; empty: none to search, or with no filter all."""
+        if among is not None:
+            return (faiss.IDSelectorBatch(np.asarray(among, dtype=np.int64)),) if among else ()
         if window is not None:
             keep = (guild.times >= window[0]) & (guild.times < window[1])
             if author is not None:

@@ -210,6 +210,32 @@ async def test_a_few_weeks_old_message_meets_only_the_last_seasons_competition(b
     assert not await found("how did the exam go?", "finals done, the cat slept through it")
 
 
+async def test_what_others_said_about_a_named_member_is_found_by_its_meaning(build, stub, monkeypatch):
+    """A named member's mentions are many, and the words half ranks them by the name alone (the shortest first):
+    the nearest among their newest mentions are looked for too, so a paraphrase about them stays a candidate."""
+    for pool in ("POOL", "VECTOR_POOL", "MEMBER_POOL"):
+        monkeypatch.setattr(recall_search, pool, 2)
+    memory = await build()
+    lines = [(ALICE, "bob said the finals went fine, the cat and the flat too")]  # the oldest: no recency helps it
+    lines += [*((ALICE, "exam") for _ in range(3)), *((BOB, "exam") for _ in range(3))]  # nearer, about no one
+    lines += [(ALICE, "bob lol"), (ALICE, "hi bob"), (ALICE, "bob!")]  # the name's shortest mentions
+    for n, (author, text) in enumerate(lines):
+        name = "bob" if author == BOB else "alice"  # the name the question's "bob" is read as
+        await memory.intake.message(message(text, author=author, name=name, at=T0 - timedelta(hours=10 - n / 10)))
+    await memory.flush()
+    assert memory.embedding is not None
+    await memory.embedding.idle()
+    assert await memory.recollection.vectors_ready(GUILD)
+
+    async def found() -> set[str]:
+        messages, _ = await memory.recollection.search(GUILD, "did bob pass the exam?", channel_id=CHANNEL, now=T0)
+        return {h.text for h in messages}
+
+    assert "bob said the finals went fine, the cat and the flat too" in await found()
+    monkeypatch.setattr(recall_search, "MENTIONS", 0)
+    assert "bob said the finals went fine, the cat and the flat too" not in await found()
+
+
 async def test_background_embedding_waits_while_a_recall_search_is_under_way(build, stub, monkeypatch):
     """Both want the CPU and a member waits on the search: a batch starts only once no search is under way
     (or after YIELD_SECONDS, so a busy guild's embedding still goes on)."""
