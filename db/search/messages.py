@@ -228,23 +228,50 @@ async def span(session: AsyncSession, guild_id: int, *, before: datetime) -> tup
 _NEWEST_FTS5 = text(
     "SELECT rowid FROM chat_fts WHERE chat_fts MATCH :match ORDER BY rowid DESC LIMIT :limit"
 ).bindparams(bindparam("match", type_=String()), bindparam("limit", type_=Integer()))
-# The GIN index finds the matches, the guild filters them (OFFSET 0: see fts.POSTGRES_MATCHES).
+# Within a period (a replayed moment, a search's `until`): their rows' times decide, not the ids'.
+_NEWEST_FTS5_WITHIN = text("""
+    SELECT chat_fts.rowid FROM chat_fts CROSS JOIN chat_history AS c ON c.message_id = chat_fts.rowid
+    WHERE chat_fts MATCH :match AND c.timestamp >= :since AND c.timestamp < :until
+    ORDER BY chat_fts.rowid DESC LIMIT :limit
+""").bindparams(
+    bindparam("match", type_=String()),
+    bindparam("limit", type_=Integer()),
+    bindparam("since", type_=UTCDateTime()),
+    bindparam("until", type_=UTCDateTime()),
+)
+# The GIN index finds the matches, the guild and period filter them (OFFSET 0: see fts.POSTGRES_MATCHES).
 _NEWEST_POSTGRES = text("""
     SELECT m.message_id FROM (
-        SELECT c.message_id, c.guild_id FROM chat_history AS c, websearch_to_tsquery('english', :words) AS q(query)
+        SELECT c.message_id, c.guild_id, c.timestamp
+        FROM chat_history AS c, websearch_to_tsquery('english', :words) AS q(query)
         WHERE c.search @@ q.query OFFSET 0
     ) AS m
-    WHERE m.guild_id = :guild_id ORDER BY m.message_id DESC LIMIT :limit
+    WHERE m.guild_id = :guild_id AND m.timestamp >= :since AND m.timestamp < :until
+    ORDER BY m.message_id DESC LIMIT :limit
 """).bindparams(
-    bindparam("words", type_=String()), bindparam("guild_id", type_=BigInteger()), bindparam("limit", type_=Integer())
+    bindparam("words", type_=String()),
+    bindparam("guild_id", type_=BigInteger()),
+    bindparam("limit", type_=Integer()),
+    bindparam("since", type_=UTCDateTime()),
+    bindparam("until", type_=UTCDateTime()),
 )
 
 
-async def newest_matching(session: AsyncSession, guild_id: int, terms: list[str], *, limit: int) -> list[int]:
-    """The ids of the guild's newest `limit` messages holding any of `terms` (no rows read: their ids choose
-    among vectors, and what is chosen is read back through the read scope)."""
+async def newest_matching(
+    session: AsyncSession,
+    guild_id: int,
+    terms: list[str],
+    *,
+    limit: int,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> list[int]:
+    """The ids of the guild's newest `limit` messages holding any of `terms`, written within [since, until) if given
+    (no rows read: their ids choose among vectors, and what is chosen is read back through the read scope)."""
+    period = {"since": since or FAR_PAST, "until": until or FAR_FUTURE}
     if driver.is_sqlite(session):
         params: dict[str, object] = {"match": fts.fts5_match(guild_id, terms, None), "limit": limit}
-        return list((await session.execute(_NEWEST_FTS5, params)).scalars())
-    params = {"words": fts.tsquery_words(terms), "guild_id": guild_id, "limit": limit}
+        query = _NEWEST_FTS5 if since is None and until is None else _NEWEST_FTS5_WITHIN
+        return list((await session.execute(query, params | period)).scalars())
+    params = {"words": fts.tsquery_words(terms), "guild_id": guild_id, "limit": limit, **period}
     return list((await session.execute(_NEWEST_POSTGRES, params)).scalars())

@@ -178,11 +178,18 @@ class Recall:
         return list(turns.values()), merged
 
     async def _mentions(self, search: Search, member: int, names: set[str]) -> list[int]:
-        """The newest MENTIONS messages that name the member or mention them."""
-        async with self._sessions() as session:
-            return await message_store.newest_matching(
-                session, search.guild_id, [*sorted(names), str(member)], limit=MENTIONS
-            )
+        """The newest MENTIONS messages within the search's period that name the member or mention them (none if
+        they cannot be read: the other vector pools still count)."""
+        terms = [*sorted(names), str(member)]
+        try:
+            async with self._sessions() as session:
+                return await message_store.newest_matching(
+                    session, search.guild_id, terms, limit=MENTIONS, since=search.since, until=search.until
+                )
+        except Exception as exc:
+            level = logging.DEBUG if storage_trouble(exc) else logging.WARNING
+            log.log(level, "reading a member's mentions failed; recall goes on without them", exc_info=True)
+            return []
 
     async def _recent_part(self, guild_id: int, now: datetime) -> Window | None:
         """What "recently" means in this guild at `now`: the last RECENT_SHARE of its stored span up to its newest

@@ -235,6 +235,16 @@ async def test_what_others_said_about_a_named_member_is_found_by_its_meaning(bui
     monkeypatch.setattr(recall_search, "MENTIONS", 0)
     assert "bob said the finals went fine, the cat and the flat too" not in await found()
 
+    # A search up to a moment takes the newest mentions before it, not the guild's newest (all after it).
+    monkeypatch.setattr(recall_search, "MENTIONS", 4)  # the evidence and the three short mentions
+    for text in ("bob later", "bob much later"):
+        await memory.intake.message(message(text, author=ALICE, at=T0 - timedelta(hours=1)))
+    await memory.flush()
+    await memory.embedding.idle()
+    until = T0 - timedelta(hours=2)
+    hits = await memory.recollection.recall(GUILD, "did bob pass the exam?", now=T0, until=until, limit=50)
+    assert "bob said the finals went fine, the cat and the flat too" in {h.text for h in hits}
+
 
 async def test_background_embedding_waits_while_a_recall_search_is_under_way(build, stub, monkeypatch):
     """Both want the CPU and a member waits on the search: a batch starts only once no search is under way
