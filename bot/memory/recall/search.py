@@ -134,9 +134,7 @@ class Recall:
         )  # fmt: skip
         hits = rank(list(turns.values()), cosine)
         if query is not None and members and self.options.feedback:
-            again = await self._more_like_the_best(
-                guild_id, query, hits, turns, cosine, members=list(members), here=here
-            )
+            again = await self._more_like_the_best(search, query, hits, turns, cosine, members=list(members))
             hits = rank(*again)
         found = hits, rank_summaries(guild_id, terms, summary_rows, tz)
         for observer in self._observers:
@@ -145,20 +143,20 @@ class Recall:
 
     async def _more_like_the_best(
         self,
-        guild_id: int,
+        search: Search,
         query: np.ndarray,
         hits: list[Hit],
         turns: dict[int, Turn],
         cosine: dict[int, float],
         *,
         members: list[int],
-        here: int | None,
     ) -> tuple[list[Turn], dict[int, float]]:
         """The candidates again after the named member's best few told what the question is about in their own
         words (pseudo-relevance feedback): an answer spread over weeks ("which sports does Ravi play?": bouldering
         one week, a tennis league the next) resembles its other parts more than it resembles the question. Each
         candidate's meaning is then the nearer of the two, the question's or the feedback's."""
         assert self._index is not None
+        guild_id = search.guild_id
         best = [h.message_id for h in hits if h.user_id in members and h.message_id is not None][:FEEDBACK_HITS]
         seen = await self._index.vectors_of(guild_id, [m for m in best if m is not None])
         if not len(seen):
@@ -171,7 +169,7 @@ class Recall:
         new = [m for m in found if m not in turns]
         if new:
             async with self._sessions() as session:
-                for turn in await turn_store.messages_by_id(session, guild_id, new, here=here):
+                for turn in _within(search, await turn_store.messages_by_id(session, guild_id, new, here=search.here)):
                     turns[turn.message_id] = turn
         nearer = await self._index.similarity(guild_id, shifted, [m for m in turns if m not in found])
         merged = {m: max(cosine.get(m, 0.0), found.get(m, nearer.get(m, 0.0))) for m in turns}
@@ -302,9 +300,7 @@ class Recall:
         cosine = dict(nearest)
         async with self._sessions() as session:
             rows = await turn_store.messages_by_id(session, guild_id, list(cosine), here=search.here)
-        since, until = search.since, search.until
-        near = [t for t in rows if (since is None or t.at >= since) and (until is None or t.at < until)]
-        return query, cosine, near
+        return query, cosine, _within(search, rows)
 
 
 async def _by_words(
@@ -375,6 +371,12 @@ async def _summary_rows(
         limit=20,
     )
     return list({(s.user_id, s.day): s for found in by_author.values() for s in found}.values())
+
+
+def _within(search: Search, rows: list[Turn]) -> list[Turn]:
+    """The rows written within the search's period (a replayed moment shows nothing after it)."""
+    since, until = search.since, search.until
+    return [t for t in rows if (since is None or t.at >= since) and (until is None or t.at < until)]
 
 
 def _stop(*tasks: asyncio.Future[Any]) -> None:

@@ -246,6 +246,23 @@ async def test_what_others_said_about_a_named_member_is_found_by_its_meaning(bui
     assert "bob said the finals went fine, the cat and the flat too" in {h.text for h in hits}
 
 
+async def test_the_named_members_feedback_search_keeps_to_the_searchs_period(build, stub):
+    """The named member's best hits search again (feedback); what that finds after a replayed moment or an
+    `until` stays out, as every other pool's does."""
+    memory = await build()
+    for text, hours in (("exam", 10), ("the finals went fine, the cat too", 1)):  # the second after `until`
+        await memory.intake.message(message(text, author=BOB, name="bob", at=T0 - timedelta(hours=hours)))
+    await memory.flush()
+    assert memory.embedding is not None
+    await memory.embedding.idle()
+    assert await memory.recollection.vectors_ready(GUILD)
+    everything = await memory.recollection.recall(GUILD, "did bob pass the exam?", now=T0, limit=50)
+    assert "the finals went fine, the cat too" in {h.text for h in everything}
+    until = T0 - timedelta(hours=2)
+    hits = await memory.recollection.recall(GUILD, "did bob pass the exam?", now=T0, until=until, limit=50)
+    assert hits and all(h.at < until for h in hits)
+
+
 async def test_background_embedding_waits_while_a_recall_search_is_under_way(build, stub, monkeypatch):
     """Both want the CPU and a member waits on the search: a batch starts only once no search is under way
     (or after YIELD_SECONDS, so a busy guild's embedding still goes on)."""
