@@ -227,8 +227,10 @@ class Soak:
         found: dict[tuple[str, bool], list[bool]] = {}
         at = checkpoint_at(month)
         for n, item in enumerate(a for a in self.asked if a.month == month):
-            for patient in (False, True):
-                asked_at = at + timedelta(seconds=2 * n + patient)
+            # Each question is asked twice, once per wait; which comes first alternates, so that the second asking
+            # (after the bot answered it once) falls on both equally.
+            for second, patient in enumerate((False, True) if n % 2 == 0 else (True, False)):
+                asked_at = at + timedelta(seconds=2 * n + second)
                 text = (
                     item.question.text if "elefant" in item.question.text.lower() else f"Elefant, {item.question.text}"
                 )
