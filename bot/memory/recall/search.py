@@ -178,7 +178,7 @@ class Recall:
     async def _mentions(self, search: Search, member: int, names: set[str]) -> list[int]:
         """The newest MENTIONS messages within the search's period that name the member or mention them (none if
         they cannot be read: the other vector pools still count)."""
-        terms = [*sorted(names), str(member)]
+        terms = list(_about(member, names))
         try:
             async with self._sessions() as session:
                 return await message_store.newest_matching(
@@ -281,7 +281,7 @@ class Recall:
                 about = await self._mentions(search, member, names)
                 nearest += await self._index.search(guild_id, query, MEMBER_POOL, among=about)
             season = (search.now - timedelta(days=SEASON_DAYS)).timestamp()
-            if (await self._index.oldest(guild_id) or season) < season:  # a younger guild's season is all of it
+            if await self._index.oldest(guild_id) < season:  # a younger guild's season is all of it
                 # Not a named member's season too: their recent chatter then outranked older answers (end to end
                 # 0.78 -> 0.76, paraphrase 0.79 -> 0.74), for 0.62 -> 0.70 in bench.soak's month 12.
                 nearest += await self._index.search(guild_id, query, VECTOR_POOL, since=season)
@@ -316,7 +316,7 @@ async def _by_words(
     turns: dict[int, Turn] = {}
     summary_rows: list[SummaryRow] = []
     named = [m for m in members if search.user_id in (None, m)]
-    about = {m: (*sorted(names), str(m)) for m, names in members.items()}
+    about = {m: _about(m, names) for m, names in members.items()}
     # What the plans of several searches ask, at once (a period is searched without them); a search for words
     # alone counts them on its own statement's trip (db.search.messages).
     if not search.bounded and members:
@@ -371,6 +371,11 @@ async def _summary_rows(
         limit=20,
     )
     return list({(s.user_id, s.day): s for found in by_author.values() for s in found}.values())
+
+
+def _about(member: int, names: set[str]) -> tuple[str, ...]:
+    """The words of a message about a member: their names, or a mention (its id)."""
+    return (*sorted(names), str(member))
 
 
 def _within(search: Search, rows: list[Turn]) -> list[Turn]:

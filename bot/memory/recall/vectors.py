@@ -4,8 +4,8 @@ A guild's index is built from SQL the first time it is searched, then kept curre
 embeds and by a sync of rows other processes stored (by their id, every SYNC_SECONDS). Small guilds get an
 exact index over half floats; from IVF_FROM vectors on, an inverted-file index (IVF, 8-bit scalars, nlist ≈ √n,
 NPROBE lists searched; more for a member or a time), trained on the guild's own vectors and rebuilt when the
-guild has grown fourfold since. Deleted messages may linger in an
-index until it is rebuilt, but never reach anyone: every candidate is read back through the SQL read scope.
+guild has grown fourfold since. Deleted messages may linger in an index until it is rebuilt, but never reach
+anyone: every candidate is read back through the SQL read scope.
 """
 
 from __future__ import annotations
@@ -112,6 +112,7 @@ class _Guild:
     trained_at: int = 0  # size when the IVF was trained (0: exact index)
     synced: float = field(default_factory=time.monotonic)
     newest: int = -1  # the largest message id indexed: a newer one cannot be in the index yet
+    oldest: float = math.inf  # when the oldest indexed message was written (POSIX seconds)
     # Who wrote each indexed message, and when (POSIX seconds): a search can keep to a member or a time. Kept
     # in buffers that grow by half as much again when full: appending to exact-size arrays copied all three
     # (2.4 MB at 100,000 messages) on the event loop for every batch embedded.
@@ -152,6 +153,7 @@ class _Guild:
         self._noted = end
         if len(ids):
             self.newest = max(self.newest, int(ids.max()))
+            self.oldest = min(self.oldest, float(times.min()))
 
     def keep_selectors_of(self, ids: np.ndarray, authors: np.ndarray) -> None:
         """Build the busy members' selectors over the first vectors to be noted (in the index's build thread,
@@ -179,8 +181,7 @@ class _Guild:
     def from_hour_of(self, moment: float) -> tuple[faiss.IDSelector, ...]:
         """A selector of the messages indexed from the hour `moment` falls in, as `of_author` gives one."""
         hour = math.floor(moment / 3600) * 3600.0
-        kept = self.recent
-        if kept is None or kept[0] != hour or len(self.ids) - kept[2] > REBUILD_AFTER:
+        if (kept := self.recent) is None or kept[0] != hour or len(self.ids) - kept[2] > REBUILD_AFTER:
             chosen = self.ids[self.times >= hour]
             if not len(chosen):
                 return ()
@@ -284,10 +285,9 @@ class VectorIndex:
             return guild.from_hour_of(since)
         return guild.of_author(author) if author is not None else ()
 
-    async def oldest(self, guild_id: int) -> float | None:
-        """When the guild's oldest indexed message was written (POSIX seconds; None: nothing indexed)."""
-        guild = await self._guild(guild_id)
-        return float(guild.times.min()) if len(guild.times) else None
+    async def oldest(self, guild_id: int) -> float:
+        """When the guild's oldest indexed message was written (POSIX seconds; infinity: nothing indexed)."""
+        return (await self._guild(guild_id)).oldest
 
     async def similarity(self, guild_id: int, query: np.ndarray, message_ids: list[int]) -> dict[int, float]:
         """Cosine of the query to each given message that has a vector."""
