@@ -396,6 +396,14 @@ def report(name: str, points: list[Checkpoint]) -> None:
     )
 
 
+async def embedder_for(conv: Conversation, messages: int, seed: int) -> CachedEmbedder:
+    """The cached vectors of everything the guild's members say, history and lived year (not what they write to
+    the bot: that is embedded, if ever, as it comes)."""
+    history = ((m, False) for m in History.of(conv).iter_messages())
+    speech = (m.text for m, to_bot in itertools.chain(history, lived(conv, seed)) if not to_bot)
+    return await CachedEmbedder.for_texts(speech, name=f"soak-{messages}-{seed}")
+
+
 async def run(
     messages: int,
     *,
@@ -416,9 +424,7 @@ async def run(
             taken[(item.month, item.band)] += 1
             if taken[(item.month, item.band)] > per_band:
                 asked.remove(item)
-    speech = (m.text for m, to_bot in itertools.chain(((m, False) for m in History.of(conv).iter_messages()),
-                                                      lived(conv, seed)) if not to_bot)  # fmt: skip
-    embedder = await CachedEmbedder.for_texts(speech, name=f"soak-{messages}-{seed}")
+    embedder = await embedder_for(conv, messages, seed)
     results: dict[str, list[Checkpoint]] = {}
     backends: list[tuple[str, Callable[[Path], object]]] = [("SQLite", sqlite_engine)] if sqlite else []
     if postgres:

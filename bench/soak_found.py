@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
@@ -26,7 +25,8 @@ from bench.common import postgres_engine, print_table, sqlite_engine
 from bench.conversation_guild import Message
 from bench.conversations import Conversation, write_exports
 from bench.embedding_cache import CachedEmbedder
-from bench.soak_guild import TELLINGS, Asked, History, checkpoint_at, lived, soak_guild
+from bench.soak import BOT_ID, embedder_for
+from bench.soak_guild import TELLINGS, Asked, checkpoint_at, lived, soak_guild
 from bot.importer import import_file
 from bot.llm.client import LLM
 from bot.llm.offline import OfflineProvider
@@ -35,8 +35,6 @@ from bot.memory.clock import FakeClock
 from bot.memory.manager import MemoryManager
 from bot.reply.routing import address
 from bot.settings import Settings
-
-BOT_ID = 1 << 59
 
 
 class _Upto(Conversation):
@@ -103,9 +101,7 @@ async def run(
 ) -> list[list[str]]:
     """The table's rows (month, band, found, evidence never a candidate), printed too."""
     conv, asked = soak_guild(messages, seed, tellings)
-    history = ((m, False) for m in History.of(conv).iter_messages())
-    speech = (m.text for m, to_bot in itertools.chain(history, lived(conv, seed)) if not to_bot)
-    embedder = await CachedEmbedder.for_texts(speech, name=f"soak-{messages}-{seed}")
+    embedder = await embedder_for(conv, messages, seed)
     rows = []
     try:
         for month in months:
