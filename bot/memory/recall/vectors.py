@@ -14,17 +14,16 @@ import asyncio
 import logging
 import math
 import time
-from dataclasses import dataclass, field
 
 import faiss
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.memory.flight import read_failure
+from bot.memory.recall.guild_vectors import GuildVectors, Span
 from db import vectors as store
 
 log = logging.getLogger(__name__)
-Span = tuple[float, float]  # POSIX seconds
 # One OpenMP thread: a question's search is one vector against a guild's index (0.1 ms), and a second thread that
 # the busy machine does not schedule at once keeps the first at OpenMP's barrier, on the event loop — 17 ms a
 # search under bench.load and a 52 ms p99 beside other work, against 2-3 ms with one. Builds run in a thread of
@@ -36,11 +35,6 @@ NPROBE = 24
 # may sit in any list, and among a member's messages be the best. All lists (6 ms) at 175,000; a quarter at 1 M.
 FILTERED_SCAN = 250_000
 SYNC_SECONDS = 10.0
-# A member with this many vectors keeps their id set (a faiss selector) between searches: building it took
-# 30–230 ms for a member with half of a 1 M-message guild. Vectors added since join it as a small second set
-# until there are REBUILD_AFTER of them in the guild.
-KEEP_SELECTOR_FROM = 20_000
-REBUILD_AFTER = 50_000
 
 
 def quantize(vectors: np.ndarray) -> list[tuple[bytes, float]]:
@@ -99,104 +93,9 @@ def _ivf(dim: int, sample: np.ndarray) -> faiss.Index:
     return ivf  # faiss's Python wrapper keeps the quantizer referenced by the index
 
 
-def _filtered_probes(guild: _Guild) -> int:
+def _filtered_probes(guild: GuildVectors) -> int:
     lists = faiss.extract_index_ivf(guild.index).nlist
     return min(lists, max(NPROBE * 4, math.ceil(lists * FILTERED_SCAN / max(1, guild.size))))
-
-
-@dataclass
-class _Guild:
-    index: faiss.Index
-    cursor: int = 0  # the newest message_vectors id seen
-    size: int = 0
-    trained_at: int = 0  # size when the IVF was trained (0: exact index)
-    synced: float = field(default_factory=time.monotonic)
-    newest: int = -1  # the largest message id indexed: a newer one cannot be in the index yet
-    oldest: float = math.inf  # when the oldest indexed message was written (POSIX seconds)
-    # Who wrote each indexed message, and when (POSIX seconds): a search can keep to a member or a time. Kept
-    # in buffers that grow by half as much again when full: appending to exact-size arrays copied all three
-    # (2.4 MB at 100,000 messages) on the event loop for every batch embedded.
-    _ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    _authors: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    _times: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
-    _noted: int = 0
-
-    selectors: dict[int, tuple[faiss.IDSelector, int]] = field(default_factory=dict)  # busy members', and coverage
-    # From which hour (POSIX s), its selector, how many of `ids` it covers: every question's season (10 ms at 1 M).
-    recent: tuple[float, faiss.IDSelector, int] | None = None
-
-    @property
-    def ids(self) -> np.ndarray:
-        return self._ids[: self._noted]
-
-    @property
-    def authors(self) -> np.ndarray:
-        return self._authors[: self._noted]
-
-    @property
-    def times(self) -> np.ndarray:
-        return self._times[: self._noted]
-
-    def note(self, ids: np.ndarray, authors: np.ndarray, times: np.ndarray) -> None:
-        end = self._noted + len(ids)
-        if end > len(self._ids):  # a search holding the old buffers' views keeps reading what they held
-            room = max(end, len(self._ids) * 3 // 2, 1024)
-            self._ids, self._authors, self._times = (
-                np.concatenate([old[: self._noted], np.zeros(room - self._noted, old.dtype)])
-                for old in (self._ids, self._authors, self._times)
-            )
-        self._ids[self._noted : end], self._authors[self._noted : end], self._times[self._noted : end] = (
-            ids,
-            authors,
-            times,
-        )
-        self._noted = end
-        if len(ids):
-            self.newest = max(self.newest, int(ids.max()))
-            self.oldest = min(self.oldest, float(times.min()))
-
-    def keep_selectors_of(self, ids: np.ndarray, authors: np.ndarray) -> None:
-        """Build the busy members' selectors over the first vectors to be noted (in the index's build thread,
-        before the first search)."""
-        members, counts = np.unique(authors, return_counts=True)
-        for author in members[counts >= KEEP_SELECTOR_FROM]:
-            self.selectors[int(author)] = (faiss.IDSelectorBatch(ids[authors == author]), len(ids))
-
-    def of_author(self, author: int) -> tuple[faiss.IDSelector, ...]:
-        """A selector of the member's indexed messages (last), and any it is made of (kept referenced while
-        searching: faiss's composite selectors do not own their parts); empty when they have none."""
-        kept = self.selectors.get(author)
-        if kept is not None and len(self.ids) - kept[1] <= REBUILD_AFTER:
-            base, upto = kept
-            return self._and_since(base, upto, self.authors[upto:] == author)
-        # No np.unique: it sorted half a million ids per question for a busy member (215 ms at 1 M messages).
-        chosen = self.ids[self.authors == author]
-        if not len(chosen):
-            return ()
-        selector = faiss.IDSelectorBatch(chosen)
-        if len(chosen) >= KEEP_SELECTOR_FROM:
-            self.selectors[author] = (selector, len(self.ids))
-        return (selector,)
-
-    def from_hour_of(self, moment: float) -> tuple[faiss.IDSelector, ...]:
-        """A selector of the messages indexed from the hour `moment` falls in, as `of_author` gives one."""
-        hour = math.floor(moment / 3600) * 3600.0
-        if (kept := self.recent) is None or kept[0] != hour or len(self.ids) - kept[2] > REBUILD_AFTER:
-            chosen = self.ids[self.times >= hour]
-            if not len(chosen):
-                return ()
-            kept = self.recent = (hour, faiss.IDSelectorBatch(chosen), len(self.ids))
-        _, base, upto = kept
-        return self._and_since(base, upto, self.times[upto:] >= hour)
-
-    def _and_since(self, base: faiss.IDSelector, upto: int, chosen: np.ndarray) -> tuple[faiss.IDSelector, ...]:
-        """A kept selector with the vectors noted since it was built that `chosen` picks (a mask over them)."""
-        # An edited message's id may be in both sets; a selector is a set, so no np.unique.
-        since = self.ids[upto:][chosen]
-        if not len(since):
-            return (base,)
-        extra = faiss.IDSelectorBatch(since)
-        return base, extra, faiss.IDSelectorOr(base, extra)
 
 
 class VectorIndex:
@@ -206,8 +105,8 @@ class VectorIndex:
         self._sessions = sessions
         self.model = model
         self.dim = dim
-        self._guilds: dict[int, _Guild] = {}
-        self._loading: dict[int, asyncio.Task[_Guild]] = {}
+        self._guilds: dict[int, GuildVectors] = {}
+        self._loading: dict[int, asyncio.Task[GuildVectors]] = {}
 
     def drop(self, guild_id: int) -> None:
         """Forget a guild's index (rebuilt from SQL on the next search): after deletions."""
@@ -254,7 +153,7 @@ class VectorIndex:
         if guild.size == 0:
             return []
         params = None
-        selectors = self._selectors(guild, author, window, since, among)
+        selectors = guild.keep_to(author, window, since, among)
         if any(f is not None for f in (author, window, since, among)):
             if not selectors:
                 return []
@@ -267,23 +166,6 @@ class VectorIndex:
         scores, ids = guild.index.search(query.reshape(1, -1).astype(np.float32), k, params=params)
         del selectors  # referenced until the search is over
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0]
-
-    @staticmethod
-    def _selectors(
-        guild: _Guild, author: int | None, window: Span | None, since: float | None, among: list[int] | None
-    ) -> tuple[faiss.IDSelector, ...]:
-        """The selector a search keeps to (last) and its parts; empty: none to search, or with no filter all."""
-        if among is not None:
-            return (faiss.IDSelectorBatch(np.asarray(among, dtype=np.int64)),) if among else ()
-        if window is not None:
-            keep = (guild.times >= window[0]) & (guild.times < window[1])
-            if author is not None:
-                keep &= guild.authors == author
-            chosen = guild.ids[keep]  # an edited message's id may be here twice: a selector is a set
-            return (faiss.IDSelectorBatch(chosen),) if len(chosen) else ()
-        if since is not None:  # the guild's (a member's own season searched too much: bot/memory/recall/search.py)
-            return guild.from_hour_of(since)
-        return guild.of_author(author) if author is not None else ()
 
     async def oldest(self, guild_id: int) -> float:
         """When the guild's oldest indexed message was written (POSIX seconds; infinity: nothing indexed)."""
@@ -312,7 +194,7 @@ class VectorIndex:
         return np.vstack(rows) if rows else np.zeros((0, self.dim), dtype=np.float32)
 
     @staticmethod
-    def _one_by_one(guild: _Guild, query: np.ndarray, message_ids: list[int]) -> dict[int, float]:
+    def _one_by_one(guild: GuildVectors, query: np.ndarray, message_ids: list[int]) -> dict[int, float]:
         found: dict[int, float] = {}
         for message_id in message_ids:
             try:
@@ -326,7 +208,7 @@ class VectorIndex:
         """Whether the guild's index is in memory (building it reads every vector: seconds in a large guild)."""
         return guild_id in self._guilds
 
-    def warm(self, guild_id: int) -> asyncio.Task[_Guild]:
+    def warm(self, guild_id: int) -> asyncio.Task[GuildVectors]:
         """Start building the guild's index in the background (once)."""
         task = self._loading.get(guild_id)
         if task is None:
@@ -335,11 +217,11 @@ class VectorIndex:
             task.add_done_callback(read_failure)  # the replies that asked may all have gone
         return task
 
-    async def _load_into(self, guild_id: int) -> _Guild:
+    async def _load_into(self, guild_id: int) -> GuildVectors:
         guild = self._guilds[guild_id] = await self._load(guild_id)
         return guild
 
-    async def _guild(self, guild_id: int) -> _Guild:
+    async def _guild(self, guild_id: int) -> GuildVectors:
         guild = self._guilds.get(guild_id)
         if guild is None:
             guild = await asyncio.shield(self.warm(guild_id))
@@ -348,7 +230,7 @@ class VectorIndex:
             await self._sync(guild_id, guild)
         return guild
 
-    async def _load(self, guild_id: int) -> _Guild:
+    async def _load(self, guild_id: int) -> GuildVectors:
         # Each batch becomes arrays at once: a million row objects held together (~700 B each) were most of the
         # index build's peak, and stayed resident in Python's heap after it.
         parts: list[tuple[np.ndarray, ...]] = []
@@ -370,7 +252,7 @@ class VectorIndex:
         log.debug("vector index of guild %s: %d vectors", guild_id, guild.size)
         return guild
 
-    def _build(self, vectors: np.ndarray, ids: np.ndarray, authors: np.ndarray) -> _Guild:
+    def _build(self, vectors: np.ndarray, ids: np.ndarray, authors: np.ndarray) -> GuildVectors:
         if len(ids) >= IVF_FROM:
             index = _ivf(self.dim, vectors)
             trained = len(ids)
@@ -378,11 +260,11 @@ class VectorIndex:
             index, trained = _exact(self.dim), 0
         if len(ids):
             index.add_with_ids(vectors, ids)
-        guild = _Guild(index, size=len(ids), trained_at=trained)
+        guild = GuildVectors(index, size=len(ids), trained_at=trained)
         guild.keep_selectors_of(ids, authors)
         return guild
 
-    async def _sync(self, guild_id: int, guild: _Guild) -> None:
+    async def _sync(self, guild_id: int, guild: GuildVectors) -> None:
         """Add what other processes stored since; rebuild when the guild outgrew its index."""
         async with self._sessions() as session:
             rows = await store.of_guild(session, guild_id, self.model, after=guild.cursor)

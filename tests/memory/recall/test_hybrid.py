@@ -19,7 +19,7 @@ from sqlalchemy import event, func, select
 from bot.lifecycle import landed
 from bot.llm.embeddings import GeminiEmbedder
 from bot.memory.manager import MemoryManager
-from bot.memory.recall import embedding
+from bot.memory.recall import embedding, guild_vectors
 from bot.memory.recall import search as recall_search
 from bot.memory.recall import vectors as vector_index
 from bot.memory.summaries import context as member_context
@@ -153,7 +153,7 @@ async def test_a_question_never_waits_for_the_guilds_index_to_be_built(build, st
 async def test_a_busy_members_kept_selector_finds_their_messages_and_only_theirs(build, stub, monkeypatch):
     """A member with many vectors keeps their id set between searches; messages embedded since join it, and it
     is built again once the guild has grown enough."""
-    monkeypatch.setattr(vector_index, "KEEP_SELECTOR_FROM", 2)
+    monkeypatch.setattr(guild_vectors, "KEEP_SELECTOR_FROM", 2)
     memory = await build()
     await fill(memory)  # Bob: 2 vectors, Ana: 2
     fresh = await build()  # builds the index from SQL, keeping the busy members' selectors
@@ -175,7 +175,7 @@ async def test_a_busy_members_kept_selector_finds_their_messages_and_only_theirs
     assert fresh.embedding is not None
     await fresh.embedding.idle()  # embedded here, added to the loaded index: after the selector was kept
     assert await bobs() == {"my finals are on friday, wish me luck", "kettle", "the exam moved to monday"}
-    monkeypatch.setattr(vector_index, "REBUILD_AFTER", 0)
+    monkeypatch.setattr(guild_vectors, "REBUILD_AFTER", 0)
     assert await bobs() == {"my finals are on friday, wish me luck", "kettle", "the exam moved to monday"}
     assert guild.selectors[BOB][1] == len(guild.ids)  # built again, over everything indexed
 
@@ -425,7 +425,7 @@ async def test_arriving_messages_are_indexed_without_a_removal_and_an_edit_repla
     """Removing from an exact index scans it (3 ms at 100,000 messages): what arrives now is newer than anything
     indexed and needs none; a message embedded again (an edit) still loses its old vector."""
     index = vector_index.VectorIndex(None, "model", 4)  # type: ignore[arg-type]  # no SQL: the guild is given
-    guild = index._guilds[GUILD] = vector_index._Guild(vector_index._exact(4))
+    guild = index._guilds[GUILD] = guild_vectors.GuildVectors(vector_index._exact(4))
     removed: list[list[int]] = []
     remove = guild.index.remove_ids
     guild.index.remove_ids = lambda ids: (removed.append([int(i) for i in ids]), remove(ids))[1]
@@ -440,7 +440,7 @@ async def test_arriving_messages_are_indexed_without_a_removal_and_an_edit_repla
 
 
 def test_a_guilds_ids_authors_and_times_grow_in_place_and_views_taken_before_stay_whole():
-    guild = vector_index._Guild(vector_index._exact(4))
+    guild = guild_vectors.GuildVectors(vector_index._exact(4))
     expected: list[int] = []
     before = guild.ids
     for start in range(0, 5_000, 7):
