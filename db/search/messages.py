@@ -225,35 +225,39 @@ async def span(session: AsyncSession, guild_id: int, *, before: datetime) -> tup
     return None if first is None or last is None else (first, last)
 
 
-_NEWEST_FTS5 = text(
-    "SELECT rowid FROM chat_fts WHERE chat_fts MATCH :match ORDER BY rowid DESC LIMIT :limit"
-).bindparams(bindparam("match", type_=String()), bindparam("limit", type_=Integer()))
-# Within a period (a replayed moment, a search's `until`): their rows' times decide, not the ids'.
-_NEWEST_FTS5_WITHIN = text("""
+# The newest matches the reader may see: FTS5 gives its matches newest first, each is one lookup by key, and the
+# scan stops at the limit (a private channel's mentions do not take the places of shared ones).
+_NEWEST_FTS5 = scoping.typed(
+    text(f"""
     SELECT chat_fts.rowid FROM chat_fts CROSS JOIN chat_history AS c ON c.message_id = chat_fts.rowid
     WHERE chat_fts MATCH :match AND c.timestamp >= :since AND c.timestamp < :until
+      AND {scoping.where(scoping.MESSAGES, "c")}
     ORDER BY chat_fts.rowid DESC LIMIT :limit
 """).bindparams(
-    bindparam("match", type_=String()),
-    bindparam("limit", type_=Integer()),
-    bindparam("since", type_=UTCDateTime()),
-    bindparam("until", type_=UTCDateTime()),
+        bindparam("match", type_=String()),
+        bindparam("limit", type_=Integer()),
+        bindparam("since", type_=UTCDateTime()),
+        bindparam("until", type_=UTCDateTime()),
+    ),
+    scoping.MESSAGES,
 )
-# The GIN index finds the matches, the guild and period filter them (OFFSET 0: see fts.POSTGRES_MATCHES).
-_NEWEST_POSTGRES = text("""
+# The GIN index finds the matches; the period and the read scope filter them (OFFSET 0: see fts.POSTGRES_MATCHES).
+_NEWEST_POSTGRES = scoping.typed(
+    text(f"""
     SELECT m.message_id FROM (
-        SELECT c.message_id, c.guild_id, c.timestamp
+        SELECT c.message_id, c.guild_id, c.channel_id, c.user_id, c.kind, c.timestamp
         FROM chat_history AS c, websearch_to_tsquery('english', :words) AS q(query)
         WHERE c.search @@ q.query OFFSET 0
     ) AS m
-    WHERE m.guild_id = :guild_id AND m.timestamp >= :since AND m.timestamp < :until
+    WHERE m.timestamp >= :since AND m.timestamp < :until AND {scoping.where(scoping.MESSAGES, "m")}
     ORDER BY m.message_id DESC LIMIT :limit
 """).bindparams(
-    bindparam("words", type_=String()),
-    bindparam("guild_id", type_=BigInteger()),
-    bindparam("limit", type_=Integer()),
-    bindparam("since", type_=UTCDateTime()),
-    bindparam("until", type_=UTCDateTime()),
+        bindparam("words", type_=String()),
+        bindparam("limit", type_=Integer()),
+        bindparam("since", type_=UTCDateTime()),
+        bindparam("until", type_=UTCDateTime()),
+    ),
+    scoping.MESSAGES,
 )
 
 
@@ -262,16 +266,22 @@ async def newest_matching(
     guild_id: int,
     terms: list[str],
     *,
+    here: int | None,
     limit: int,
     since: datetime | None = None,
     until: datetime | None = None,
 ) -> list[int]:
-    """The ids of the guild's newest `limit` messages holding any of `terms`, written within [since, until) if given
-    (no rows read: their ids choose among vectors, and what is chosen is read back through the read scope)."""
-    period = {"since": since or FAR_PAST, "until": until or FAR_FUTURE}
+    """The ids of the newest `limit` messages holding any of `terms` that a reader in `here` may see, written within
+    [since, until) if given (no rows read: their ids choose among vectors, and what is chosen is read back through
+    the read scope)."""
+    values: dict[str, object] = {
+        "since": since or FAR_PAST,
+        "until": until or FAR_FUTURE,
+        "limit": limit,
+        **scoping.params(Scope(guild_id, here), scoping.MESSAGES),
+    }
     if driver.is_sqlite(session):
-        params: dict[str, object] = {"match": fts.fts5_match(guild_id, terms, None), "limit": limit}
-        query = _NEWEST_FTS5 if since is None and until is None else _NEWEST_FTS5_WITHIN
-        return list((await session.execute(query, params | period)).scalars())
-    params = {"words": fts.tsquery_words(terms), "guild_id": guild_id, "limit": limit, **period}
-    return list((await session.execute(_NEWEST_POSTGRES, params)).scalars())
+        values["match"] = fts.fts5_match(guild_id, terms, None)
+        return list((await session.execute(_NEWEST_FTS5, values)).scalars())
+    values["words"] = fts.tsquery_words(terms)
+    return list((await session.execute(_NEWEST_POSTGRES, values)).scalars())

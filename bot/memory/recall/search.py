@@ -182,7 +182,13 @@ class Recall:
         try:
             async with self._sessions() as session:
                 return await message_store.newest_matching(
-                    session, search.guild_id, terms, limit=MENTIONS, since=search.since, until=search.until
+                    session,
+                    search.guild_id,
+                    terms,
+                    here=search.here,
+                    limit=MENTIONS,
+                    since=search.since,
+                    until=search.until,
                 )
         except Exception as exc:
             level = logging.DEBUG if storage_trouble(exc) else logging.WARNING

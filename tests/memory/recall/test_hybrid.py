@@ -246,6 +246,32 @@ async def test_what_others_said_about_a_named_member_is_found_by_its_meaning(bui
     assert "bob said the finals went fine, the cat and the flat too" in {h.text for h in hits}
 
 
+async def test_a_private_channels_mentions_do_not_take_the_places_of_shared_ones(build, stub, monkeypatch):
+    """The newest mentions among which the nearest are looked for are those the reader may see: a private channel's
+    (or another reader's) newer mentions do not push a shared one out of the pool."""
+    for pool in ("POOL", "VECTOR_POOL", "MEMBER_POOL"):
+        monkeypatch.setattr(recall_search, pool, 2)
+    monkeypatch.setattr(recall_search, "MENTIONS", 3)
+    memory = await build()
+    private = CHANNEL + 1
+    await memory.intake.channel(GUILD, private, is_private=True)
+    lines = [(ALICE, CHANNEL, "bob said the finals went fine, the cat and the flat too")]
+    lines += [(author, CHANNEL, "exam") for author in (ALICE, BOB) for _ in range(3)]  # nearer, about no one
+    lines += [(ALICE, CHANNEL, "bob lol"), (ALICE, CHANNEL, "hi bob")]  # the name's shortest mentions
+    lines += [(ALICE, private, f"bob {word}") for word in ("later", "much later", "even later")]  # the newest
+    for n, (author, channel, text) in enumerate(lines):
+        name = "bob" if author == BOB else "alice"
+        at = T0 - timedelta(hours=10 - n / 10)
+        await memory.intake.message(message(text, author=author, name=name, channel=channel, at=at))
+    await memory.flush()
+    assert memory.embedding is not None
+    await memory.embedding.idle()
+    assert await memory.recollection.vectors_ready(GUILD)
+    messages, _ = await memory.recollection.search(GUILD, "did bob pass the exam?", channel_id=CHANNEL, now=T0)
+    assert "bob said the finals went fine, the cat and the flat too" in {h.text for h in messages}
+    assert not {h.text for h in messages} & {"bob later", "bob much later", "bob even later"}
+
+
 async def test_the_named_members_feedback_search_keeps_to_the_searchs_period(build, stub):
     """The named member's best hits search again (feedback); what that finds after a replayed moment or an
     `until` stays out, as every other pool's does."""
