@@ -37,6 +37,7 @@ GUILD = (1 << 60) + 4242
 CHANNEL = (1 << 60) + 4343
 BOT_ID = (1 << 60) + 1
 T = TypeVar("T")
+MAX_AHEAD_DAYS = 3_650
 HELP = """\
 Type a message to say it as the current speaker. Talk to the bot by starting with its name
 ("{bot}, remember that I like tea") or by mentioning @{bot_lower}.
@@ -114,16 +115,13 @@ class Console:
             self.channel = arg.lstrip("#").casefold()
             self.say(f"(you are now in #{self.channel})")
         elif name == "wait" and (match := re.fullmatch(r"\+?(\d+)\s*([mhd])", arg)):
-            unit = {"m": "minutes", "h": "hours", "d": "days"}[match.group(2)]
-            self.clock.advance(**{unit: int(match.group(1))})
-            self.say(f"(it is now {self.clock.now():%A %Y-%m-%d %H:%M} UTC)")
+            unit = {"m": 60, "h": 3600, "d": 86400}[match.group(2)]
+            await self._ahead(int(match.group(1)) * unit)
         elif name == "reply" and arg.isdigit() and 1 <= int(arg) <= len(self.lines):
             self.reply_to = int(arg)
             self.say(f"(your next message replies to line {arg})")
         elif name == "day" and re.fullmatch(r"\+?\d+", arg):
-            self.clock.advance(days=int(arg))
-            await self.app.memory.flush()
-            self.say(f"(it is now {self.clock.now():%A %Y-%m-%d %H:%M} UTC)")
+            await self._ahead(int(arg) * 86400)
         elif name == "context" and arg:
             await self.app.memory.flush()
             known = await self.app.memory.recollection.describe(GUILD, member_id(arg.lstrip("@")), patient=True)
@@ -133,6 +131,18 @@ class Console:
         else:
             self.say(f"(unknown command {line!r}; /help lists them)")
         return True
+
+    async def _ahead(self, seconds: int) -> None:
+        """Move the clock forward, at most MAX_AHEAD_DAYS at once (further, a date overflowed and ended the session)."""
+        if seconds > MAX_AHEAD_DAYS * 86400:
+            self.say(f"(the clock moves at most {MAX_AHEAD_DAYS:,} days at once; it is still {self._now()})")
+            return
+        self.clock.advance(seconds=seconds)
+        await self.app.memory.flush()
+        self.say(f"(it is now {self._now()})")
+
+    def _now(self) -> str:
+        return f"{self.clock.now():%A %Y-%m-%d %H:%M} UTC"
 
     async def _message(self, text: str) -> None:
         author = member_id(self.speaker)

@@ -93,6 +93,16 @@ def test_the_bots_conversation_is_not_its_evidence(tmp_path):
     assert context == ['Last week: On 2026-03-02: alice wrote 1 message: "I adopted a kitten named Pixel"']
 
 
+def test_moving_the_clock_too_far_is_refused_and_the_session_goes_on(tmp_path):
+    script = "/day +99999999\n/wait 9999999999d\n/day +2\nI adopted a kitten named Pixel\n"
+    result = run(["console", "--at", "2026-03-02T10:00:00"], tmp_path, script)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    refused = "(the clock moves at most 3,650 days at once; it is still Monday 2026-03-02 10:00 UTC)"
+    assert lines[:3] == [refused, refused, "(it is now Wednesday 2026-03-04 10:00 UTC)"], result.stdout
+    assert "[1] alice: I adopted a kitten named Pixel" in lines
+
+
 def test_run_without_a_token_lands_in_the_console(tmp_path):
     result = run(["run"], tmp_path, "Elefant, remember that I like tea\n")
     assert result.returncode == 0, result.stderr
