@@ -7,7 +7,8 @@ from bench import soak
 from bench.soak_guild import CHECKPOINTS, MONTHS_FROM
 
 
-async def test_a_tiny_soak_measures_every_checkpoint_and_the_control_answers_nothing(capsys):
+async def test_a_tiny_soak_measures_every_checkpoint_and_the_control_answers_nothing(capsys, monkeypatch):
+    monkeypatch.setattr(soak, "PROBES", 20)
     lived = await soak.run(3_000, postgres=None, seed=7, per_band=2, tellings=1)
     points = lived["SQLite"]
     assert [p.month for p in points] == list(CHECKPOINTS)
@@ -15,7 +16,7 @@ async def test_a_tiny_soak_measures_every_checkpoint_and_the_control_answers_not
         bands = {band for band, _ in point.found}
         assert bands == ({"weeks", "months"} if point.month >= MONTHS_FROM else {"weeks"})
         assert all(len(found) == 2 for found in point.found.values())
-        assert point.recall and point.replies  # timed, at every checkpoint
+        assert len(point.recall) == 20 and point.replies  # timed, at every checkpoint
         assert point.sizes["rows per member message"] >= 1.0  # its row, and its vector once embedded
         assert 0 < point.sizes["member bytes per member message"] < point.sizes["bytes per member message"]
         assert point.sizes["sources per reply"] > 0

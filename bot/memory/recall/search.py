@@ -113,16 +113,18 @@ class Recall:
         nearest_task = asyncio.ensure_future(
             self._nearest(search, embedding_task, members, window or recent, window_named=window is not None)
         )
+        # Messages about each named member are searched on a third session, beside the words and the meaning.
+        about_task = asyncio.ensure_future(self._about_members(search, members))
         try:
             async with self._sessions() as session:
                 turns, summary_rows = await _by_words(
-                    session, search, members, window or recent, tz if summaries else None
+                    session, search, members, window or recent, tz if summaries else None, about=about_task
                 )
             stems = {stem(w) for w in question.terms}
             counted = {m: counts_of(stems, t.text) for m, t in turns.items()}  # ranking's work, while rows are read
             query, cosine, near = await nearest_task
         finally:
-            _stop(nearest_task, embedding_task)  # a failed or cancelled search: the other half is wanted no more
+            _stop(nearest_task, embedding_task, about_task)  # a failed or cancelled search: the rest is wanted no more
         for turn in near:
             turns.setdefault(turn.message_id, turn)
         if query is not None and self._index is not None:  # the words' candidates get their cosine too
@@ -174,6 +176,17 @@ class Recall:
         nearer = await self._index.similarity(guild_id, shifted, [m for m in turns if m not in found])
         merged = {m: max(cosine.get(m, 0.0), found.get(m, nearer.get(m, 0.0))) for m in turns}
         return list(turns.values()), merged
+
+    async def _about_members(self, search: Search, members: dict[int, set[str]]) -> list[Turn]:
+        """The best MEMBER_POOL messages about each named member by words: their name, or a mention (its id)."""
+        found: list[Turn] = []
+        if not members:
+            return found
+        async with self._sessions() as session:
+            for member, names in members.items():
+                about_them = replace(search, terms=_about(member, names), user_id=None, limit=MEMBER_POOL)
+                found += [row.turn() for row in await message_store.search_messages(session, about_them)]
+        return found
 
     async def _mentions(self, search: Search, member: int, names: set[str]) -> list[int]:
         """The newest MENTIONS messages within the search's period that name the member or mention them (none if
@@ -272,20 +285,34 @@ class Recall:
         window_named: bool = False,
     ) -> tuple[np.ndarray | None, dict[int, float], list[Turn]]:
         """The question's vector (None: recall goes on words alone), the cosines of its nearest messages — in the
-        whole guild and in its last season, among each named member's own messages, within the time the question
-        points at, and among
-        a named member's messages of a time it names (`window_named`; "recently" is too gentle a hint) — and
-        the rows of those that the search's reader may see, within its period."""
-        query = await embedding
+        whole guild and in its last season, among each named member's own messages and their mentions, within the
+        time the question points at, and among a named member's messages of a time it names (`window_named`;
+        "recently" is too gentle a hint) — and the rows of those that the search's reader may see, within its
+        period."""
+        # The mentions are read while the question is encoded and the other pools searched (a SQL thread's work).
+        mentions = {m: asyncio.create_task(self._mentions(search, m, names)) for m, names in members.items()}
+        try:
+            return await self._nearest_to(search, await embedding, mentions, window, window_named=window_named)
+        finally:
+            _stop(*mentions.values())
+
+    async def _nearest_to(
+        self,
+        search: Search,
+        query: np.ndarray | None,
+        mentions: dict[int, asyncio.Task[list[int]]],
+        window: Window | None,
+        *,
+        window_named: bool,
+    ) -> tuple[np.ndarray | None, dict[int, float], list[Turn]]:
+        """`_nearest` once the question is encoded; `mentions`: each named member's, being read."""
         if query is None or self._index is None:
             return None, {}, []
         guild_id = search.guild_id
         try:
             nearest = await self._index.search(guild_id, query, VECTOR_POOL)
-            for member, names in members.items():  # their own messages, and those that name or mention them
+            for member in mentions:  # their own messages, and those that name or mention them
                 nearest += await self._index.search(guild_id, query, MEMBER_POOL, author=member)
-                about = await self._mentions(search, member, names)
-                nearest += await self._index.search(guild_id, query, MEMBER_POOL, among=about)
             season = (search.now - timedelta(days=SEASON_DAYS)).timestamp()
             if await self._index.oldest(guild_id) < season:  # a younger guild's season is all of it
                 # Not a named member's season too: their recent chatter then outranked older answers (end to end
@@ -294,8 +321,10 @@ class Recall:
             if window is not None:
                 span = (window[0].timestamp(), window[1].timestamp())
                 nearest += await self._index.search(guild_id, query, MEMBER_POOL, window=span)
-                for member in members if window_named else []:  # "what was Melanie playing in December"
+                for member in mentions if window_named else []:  # "what was Melanie playing in December"
                     nearest += await self._index.search(guild_id, query, MEMBER_POOL, author=member, window=span)
+            for about in mentions.values():  # last: read meanwhile
+                nearest += await self._index.search(guild_id, query, MEMBER_POOL, among=await about)
         except NotReady:  # the model is loading (a fresh start): this question goes on words alone
             return None, {}, []
         except Exception as exc:  # the optional half failing leaves the words working
@@ -315,18 +344,20 @@ async def _by_words(
     members: dict[int, set[str]],
     window: Window | None,
     summaries: ZoneInfo | None,
+    *,
+    about: Awaitable[list[Turn]],
 ) -> tuple[dict[int, Turn], list[SummaryRow]]:
     """The words half's candidates: the best POOL (of the search's member, or everyone's), each named member's
-    own best MEMBER_POOL, and messages about each member (with no words, their messages in `window` instead);
-    and the summaries about the words, their days in the `summaries` zone (None: no summaries)."""
+    own best MEMBER_POOL, and `about` them (with no words, their messages in `window` too); and the summaries about
+    the words, their days in the `summaries` zone (None: no summaries)."""
     turns: dict[int, Turn] = {}
     summary_rows: list[SummaryRow] = []
     named = [m for m in members if search.user_id in (None, m)]
-    about = {m: _about(m, names) for m, names in members.items()}
     # What the plans of several searches ask, at once (a period is searched without them); a search for words
     # alone counts them on its own statement's trip (db.search.messages).
     if not search.bounded and members:
-        await planner.count_ahead(session, [*search.terms, *(w for ws in about.values() for w in ws)], named)
+        about_words = [w for m, names in members.items() for w in _about(m, names)]
+        await planner.count_ahead(session, [*search.terms, *about_words], named)
     if search.terms:
         everyone, own = await message_store.search_with_members(session, search, named, MEMBER_POOL)
         for rows in [everyone, *own.values()]:
@@ -336,10 +367,8 @@ async def _by_words(
                 session, search.guild_id, search.terms, [search.user_id, *named],
                 since=search.since, until=search.until, now=search.now, tz=summaries,
             )  # fmt: skip
-    for member in members:  # messages about them: their name, or a mention (its id)
-        about_them = replace(search, terms=about[member], user_id=None, limit=MEMBER_POOL)
-        for row in await message_store.search_messages(session, about_them):
-            turns.setdefault(row.message_id, row.turn())
+    for turn in await about:
+        turns.setdefault(turn.message_id, turn)
     if not search.terms:  # nothing to search for but who and when: their messages in that time
         since, until = window or (search.since, search.until)
         if search.until is not None:  # a replayed moment: nothing after it, whatever the question's window
