@@ -18,7 +18,7 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO, TypeVar
 
 from yarl import URL
@@ -114,13 +114,13 @@ class Console:
         elif name == "in" and arg:
             self.channel = arg.lstrip("#").casefold()
             self.say(f"(you are now in #{self.channel})")
-        elif name == "wait" and (match := re.fullmatch(r"\+?(\d+)\s*([mhd])", arg)):
+        elif name == "wait" and (match := re.fullmatch(r"\+?(\d{1,18})\s*([mhd])", arg)):
             unit = {"m": 60, "h": 3600, "d": 86400}[match.group(2)]
             await self._ahead(int(match.group(1)) * unit)
         elif name == "reply" and arg.isdigit() and 1 <= int(arg) <= len(self.lines):
             self.reply_to = int(arg)
             self.say(f"(your next message replies to line {arg})")
-        elif name == "day" and re.fullmatch(r"\+?\d+", arg):
+        elif name == "day" and re.fullmatch(r"\+?\d{1,18}", arg):
             await self._ahead(int(arg) * 86400)
         elif name == "context" and arg:
             await self.app.memory.flush()
@@ -134,7 +134,11 @@ class Console:
 
     async def _ahead(self, seconds: int) -> None:
         """Move the clock forward, at most MAX_AHEAD_DAYS at once (further, a date overflowed and ended the session)."""
-        if seconds > MAX_AHEAD_DAYS * 86400:
+        try:
+            if seconds > MAX_AHEAD_DAYS * 86400:
+                raise OverflowError
+            self.clock.now() + timedelta(seconds=seconds)  # past the year 9999 after many moves: refused too
+        except OverflowError:
             self.say(f"(the clock moves at most {MAX_AHEAD_DAYS:,} days at once; it is still {self._now()})")
             return
         self.clock.advance(seconds=seconds)

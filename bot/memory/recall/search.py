@@ -118,8 +118,10 @@ class Recall:
         try:
             async with self._sessions() as session:
                 turns, summary_rows = await _by_words(
-                    session, search, members, window or recent, tz if summaries else None, about=about_task
+                    session, search, members, window or recent, tz if summaries else None
                 )
+            for turn in await about_task:  # no connection held while it is awaited
+                turns.setdefault(turn.message_id, turn)
             stems = {stem(w) for w in question.terms}
             counted = {m: counts_of(stems, t.text) for m, t in turns.items()}  # ranking's work, while rows are read
             query, cosine, near = await nearest_task
@@ -183,30 +185,31 @@ class Recall:
         if not members:
             return found
         async with self._sessions() as session:
+            if not search.bounded:  # what their plans ask, at once (as `_by_words` does for its own)
+                await planner.count_ahead(session, [w for m, names in members.items() for w in _about(m, names)], [])
             for member, names in members.items():
                 about_them = replace(search, terms=_about(member, names), user_id=None, limit=MEMBER_POOL)
                 found += [row.turn() for row in await message_store.search_messages(session, about_them)]
         return found
 
-    async def _mentions(self, search: Search, member: int, names: set[str]) -> list[int]:
-        """The newest MENTIONS messages within the search's period that name the member or mention them (none if
-        they cannot be read: the other vector pools still count)."""
-        terms = list(_about(member, names))
+    async def _mentions(self, search: Search, members: dict[int, set[str]]) -> dict[int, list[int]]:
+        """For each named member, the newest MENTIONS messages within the search's period that name or mention them,
+        read on one session (none if they cannot be read: the other vector pools still count)."""
+        if not members:
+            return {}
+        found: dict[int, list[int]] = {}
         try:
             async with self._sessions() as session:
-                return await message_store.newest_matching(
-                    session,
-                    search.guild_id,
-                    terms,
-                    here=search.here,
-                    limit=MENTIONS,
-                    since=search.since,
-                    until=search.until,
-                )
+                for member, names in members.items():
+                    found[member] = await message_store.newest_matching(
+                        session, search.guild_id, list(_about(member, names)), here=search.here, limit=MENTIONS,
+                        since=search.since, until=search.until,
+                    )  # fmt: skip
+            return found
         except Exception as exc:
             level = logging.DEBUG if storage_trouble(exc) else logging.WARNING
             log.log(level, "reading a member's mentions failed; recall goes on without them", exc_info=True)
-            return []
+            return {}
 
     async def _recent_part(self, guild_id: int, now: datetime) -> Window | None:
         """What "recently" means in this guild at `now`: the last RECENT_SHARE of its stored span up to its newest
@@ -290,28 +293,31 @@ class Recall:
         "recently" is too gentle a hint) — and the rows of those that the search's reader may see, within its
         period."""
         # The mentions are read while the question is encoded and the other pools searched (a SQL thread's work).
-        mentions = {m: asyncio.create_task(self._mentions(search, m, names)) for m, names in members.items()}
+        mentions = asyncio.create_task(self._mentions(search, members))
         try:
-            return await self._nearest_to(search, await embedding, mentions, window, window_named=window_named)
+            return await self._nearest_to(
+                search, await embedding, list(members), mentions, window, window_named=window_named
+            )
         finally:
-            _stop(*mentions.values())
+            _stop(mentions)
 
     async def _nearest_to(
         self,
         search: Search,
         query: np.ndarray | None,
-        mentions: dict[int, asyncio.Task[list[int]]],
+        members: list[int],
+        mentions: asyncio.Task[dict[int, list[int]]],
         window: Window | None,
         *,
         window_named: bool,
     ) -> tuple[np.ndarray | None, dict[int, float], list[Turn]]:
-        """`_nearest` once the question is encoded; `mentions`: each named member's, being read."""
+        """`_nearest` once the question is encoded; `mentions`: the named members', being read."""
         if query is None or self._index is None:
             return None, {}, []
         guild_id = search.guild_id
         try:
             nearest = await self._index.search(guild_id, query, VECTOR_POOL)
-            for member in mentions:  # their own messages, and those that name or mention them
+            for member in members:  # their own messages (and below, those that name or mention them)
                 nearest += await self._index.search(guild_id, query, MEMBER_POOL, author=member)
             season = (search.now - timedelta(days=SEASON_DAYS)).timestamp()
             if await self._index.oldest(guild_id) < season:  # a younger guild's season is all of it
@@ -321,10 +327,10 @@ class Recall:
             if window is not None:
                 span = (window[0].timestamp(), window[1].timestamp())
                 nearest += await self._index.search(guild_id, query, MEMBER_POOL, window=span)
-                for member in mentions if window_named else []:  # "what was Melanie playing in December"
+                for member in members if window_named else []:  # "what was Melanie playing in December"
                     nearest += await self._index.search(guild_id, query, MEMBER_POOL, author=member, window=span)
-            for about in mentions.values():  # last: read meanwhile
-                nearest += await self._index.search(guild_id, query, MEMBER_POOL, among=await about)
+            for about in (await mentions).values():  # last: read meanwhile
+                nearest += await self._index.search(guild_id, query, MEMBER_POOL, among=about)
         except NotReady:  # the model is loading (a fresh start): this question goes on words alone
             return None, {}, []
         except Exception as exc:  # the optional half failing leaves the words working
@@ -344,20 +350,18 @@ async def _by_words(
     members: dict[int, set[str]],
     window: Window | None,
     summaries: ZoneInfo | None,
-    *,
-    about: Awaitable[list[Turn]],
 ) -> tuple[dict[int, Turn], list[SummaryRow]]:
-    """The words half's candidates: the best POOL (of the search's member, or everyone's), each named member's
-    own best MEMBER_POOL, and `about` them (with no words, their messages in `window` too); and the summaries about
-    the words, their days in the `summaries` zone (None: no summaries)."""
+    """The words half's candidates: the best POOL (of the search's member, or everyone's) and each named member's
+    own best MEMBER_POOL (with no words, their messages in `window` instead; messages about them are searched
+    beside it: `Recall._about_members`); and the summaries about the words, their days in the `summaries` zone
+    (None: no summaries)."""
     turns: dict[int, Turn] = {}
     summary_rows: list[SummaryRow] = []
     named = [m for m in members if search.user_id in (None, m)]
     # What the plans of several searches ask, at once (a period is searched without them); a search for words
     # alone counts them on its own statement's trip (db.search.messages).
     if not search.bounded and members:
-        about_words = [w for m, names in members.items() for w in _about(m, names)]
-        await planner.count_ahead(session, [*search.terms, *about_words], named)
+        await planner.count_ahead(session, list(search.terms), named)
     if search.terms:
         everyone, own = await message_store.search_with_members(session, search, named, MEMBER_POOL)
         for rows in [everyone, *own.values()]:
@@ -367,8 +371,6 @@ async def _by_words(
                 session, search.guild_id, search.terms, [search.user_id, *named],
                 since=search.since, until=search.until, now=search.now, tz=summaries,
             )  # fmt: skip
-    for turn in await about:
-        turns.setdefault(turn.message_id, turn)
     if not search.terms:  # nothing to search for but who and when: their messages in that time
         since, until = window or (search.since, search.until)
         if search.until is not None:  # a replayed moment: nothing after it, whatever the question's window

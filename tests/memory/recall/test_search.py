@@ -466,8 +466,8 @@ def _watch_counts(monkeypatch) -> list[str]:
     original = driver.sqlite_rows
 
     async def watching(session, sql, params):
-        if "count(*)" in sql:
-            counted.append(sql)
+        if "count(*)" in sql:  # the statement, and the tokens it counts after it
+            counted.append(sql + " -- " + " ".join(str(v) for k, v in sorted(params.items()) if k[1:].isdigit()))
         return await original(session, sql, params)
 
     monkeypatch.setattr(driver, "sqlite_rows", watching)
@@ -578,10 +578,14 @@ async def test_words_not_counted_lately_are_counted_on_the_trip_that_searches_th
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the counts choose SQLite's full-text plan
 async def test_a_question_naming_a_member_counts_its_words_and_the_member_once(memory, monkeypatch):
-    """The words, the member and the words about the member (their name, their id) are counted ahead, together:
-    the searches about them (theirs, everyone's, about them) ask nothing more."""
+    """The words and the member are counted ahead together, the words about the member (their name, their id)
+    beside them (that search runs on a session of its own): the searches about them (theirs, everyone's, about
+    them) ask nothing more, and nothing is counted twice."""
     await fill(memory)
     counted = _watch_counts(monkeypatch)
     hits = await memory.recollection.recall(GUILD, f"what did <@{BOB}> say about the exam?", now=NOW)
-    assert hits and len(counted) <= 2  # and the guild's scope, once, where the file is shared
-    assert max(s.count("MATCH") for s in counted) >= 3  # exam, Bob's scope and his id, in one statement
+    assert hits and len(counted) <= 3  # and the guild's scope, once, where the file is shared
+    tokens = [token for statement in counted for token in statement.split(" -- ")[1].split()]
+    assert len(tokens) == len(set(tokens))
+    assert {'body:"exam"', f"scope:u{BOB}", f'body:"{BOB}"'} <= set(tokens)
+    assert max(s.count("MATCH") for s in counted) >= 2  # exam and Bob's scope, in one statement
