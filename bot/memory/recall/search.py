@@ -1,14 +1,14 @@
-"""The Recall service: a question's candidates from the words (full-text) and the meaning (vectors) halves,
-read back through the SQL read scope and ranked (see ranking.py)."""
+"""The Recall service: a question's candidates from the words (full-text, words.py) and the meaning (vectors, here)
+halves, read back through the SQL read scope and ranked (see ranking.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
-from datetime import date, datetime, timedelta
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -18,16 +18,15 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.faults import storage_trouble
 from bot.llm.local_embedder import NotReady
+from bot.memory.recall import words
 from bot.memory.recall.question import Question
 from bot.memory.recall.ranking import Found, Hit, counts_of, rank_messages, rank_summaries
 from bot.memory.recall.snippets import Snippet, snippets_of
 from bot.memory.recall.vectors import VectorIndex
 from bot.text import WORD, stem
 from db.search import messages as message_store
-from db.search import planner
-from db.search import summaries as summary_store
 from db.search import turns as turn_store
-from db.search.types import Search, SummaryRow, Turn
+from db.search.types import Search, Turn
 
 log = logging.getLogger(__name__)
 POOL = 120  # full-text candidates, whatever the number of results asked for
@@ -43,7 +42,7 @@ RECENT_DAYS = (3.0, 90.0)  # … but at least a few days and at most a season
 # competition then than it did at first (bench.soak, "weeks": 0.42 found at month 12 against 0.73 at month 1).
 SEASON_DAYS = 90.0
 EncodeQuery = Callable[[str], Awaitable[np.ndarray]]
-Window = tuple[datetime, datetime]
+Window = words.Window
 
 
 @dataclass
@@ -107,18 +106,17 @@ class Recall:
         members = question.members if self.options.who else {}
         tz = ZoneInfo(zone)
         recent = await self._recent_part(guild_id, now) if question.recent and self.options.time else None
-        # The meaning half runs beside the words half, on a session of its own: the question's vector, its nearest
-        # messages and their rows come while the full-text search runs.
+        # Beside the words half, each on a session of its own: the meaning half (the question's vector, its nearest
+        # messages and their rows) and the messages about each named member.
         embedding_task = asyncio.ensure_future(self._embed_question(guild_id, question, encoding))
         nearest_task = asyncio.ensure_future(
             self._nearest(search, embedding_task, members, window or recent, window_named=window is not None)
         )
-        # Messages about each named member are searched on a third session, beside the words and the meaning.
-        about_task = asyncio.ensure_future(self._about_members(search, members))
+        about_task = asyncio.ensure_future(words.about_members(self._sessions, search, members, pool=MEMBER_POOL))
         try:
             async with self._sessions() as session:
-                turns, summary_rows = await _by_words(
-                    session, search, members, window or recent, tz if summaries else None
+                turns, summary_rows = await words.by_words(
+                    session, search, members, window or recent, tz if summaries else None, pool=MEMBER_POOL
                 )
             for turn in await about_task:  # no connection held while it is awaited
                 turns.setdefault(turn.message_id, turn)
@@ -179,19 +177,6 @@ class Recall:
         merged = {m: max(cosine.get(m, 0.0), found.get(m, nearer.get(m, 0.0))) for m in turns}
         return list(turns.values()), merged
 
-    async def _about_members(self, search: Search, members: dict[int, set[str]]) -> list[Turn]:
-        """The best MEMBER_POOL messages about each named member by words: their name, or a mention (its id)."""
-        found: list[Turn] = []
-        if not members:
-            return found
-        async with self._sessions() as session:
-            if not search.bounded:  # what their plans ask, at once (as `_by_words` does for its own)
-                await planner.count_ahead(session, [w for m, names in members.items() for w in _about(m, names)], [])
-            for member, names in members.items():
-                about_them = replace(search, terms=_about(member, names), user_id=None, limit=MEMBER_POOL)
-                found += [row.turn() for row in await message_store.search_messages(session, about_them)]
-        return found
-
     async def _mentions(self, search: Search, members: dict[int, set[str]]) -> dict[int, list[int]]:
         """For each named member, the newest MENTIONS messages within the search's period that name or mention them,
         read on one session (none if they cannot be read: the other vector pools still count)."""
@@ -202,7 +187,7 @@ class Recall:
             async with self._sessions() as session:
                 for member, names in members.items():
                     found[member] = await message_store.newest_matching(
-                        session, search.guild_id, list(_about(member, names)), here=search.here, limit=MENTIONS,
+                        session, search.guild_id, list(words.about(member, names)), here=search.here, limit=MENTIONS,
                         since=search.since, until=search.until,
                     )  # fmt: skip
             return found
@@ -242,7 +227,7 @@ class Recall:
         named = [m for m in (question.members if self.options.who else {}) if user_id in (None, m)]
         tz = ZoneInfo(zone)
         async with self._sessions() as session:
-            rows = await _summary_rows(
+            rows = await words.summary_rows(
                 session, guild_id, terms, [user_id, *named], since=None, until=until, now=now, tz=tz
             )
         return rank_summaries(guild_id, terms, rows, tz)
@@ -344,77 +329,6 @@ class Recall:
         return query, cosine, _within(search, rows)
 
 
-async def _by_words(
-    session: AsyncSession,
-    search: Search,
-    members: dict[int, set[str]],
-    window: Window | None,
-    summaries: ZoneInfo | None,
-) -> tuple[dict[int, Turn], list[SummaryRow]]:
-    """The words half's candidates: the best POOL (of the search's member, or everyone's) and each named member's
-    own best MEMBER_POOL (with no words, their messages in `window` instead; messages about them are searched
-    beside it: `Recall._about_members`); and the summaries about the words, their days in the `summaries` zone
-    (None: no summaries)."""
-    turns: dict[int, Turn] = {}
-    summary_rows: list[SummaryRow] = []
-    named = [m for m in members if search.user_id in (None, m)]
-    # What the plans of several searches ask, at once (a period is searched without them); a search for words
-    # alone counts them on its own statement's trip (db.search.messages).
-    if not search.bounded and members:
-        await planner.count_ahead(session, list(search.terms), named)
-    if search.terms:
-        everyone, own = await message_store.search_with_members(session, search, named, MEMBER_POOL)
-        for rows in [everyone, *own.values()]:
-            turns |= {row.message_id: row.turn() for row in rows}
-        if summaries is not None:
-            summary_rows = await _summary_rows(
-                session, search.guild_id, search.terms, [search.user_id, *named],
-                since=search.since, until=search.until, now=search.now, tz=summaries,
-            )  # fmt: skip
-    if not search.terms:  # nothing to search for but who and when: their messages in that time
-        since, until = window or (search.since, search.until)
-        if search.until is not None:  # a replayed moment: nothing after it, whatever the question's window
-            until = min(until, search.until) if until is not None else search.until
-        for member in members:
-            for row in await message_store.recent_messages(
-                session, search.guild_id, user_id=member, here=search.here, limit=MEMBER_POOL, since=since, until=until
-            ):
-                turns.setdefault(row.message_id, row.turn())
-    return turns, summary_rows
-
-
-async def _summary_rows(
-    session: AsyncSession,
-    guild_id: int,
-    terms: Sequence[str],
-    authors: list[int | None],
-    *,
-    since: datetime | None,
-    until: datetime | None,
-    now: datetime,
-    tz: ZoneInfo,
-) -> list[SummaryRow]:
-    """Everyone's (or the asker's) and each named member's best daily summaries about the words, each once; with
-    `until`, only of days over by then (a day's summary tells its whole day, also what came after `until`)."""
-    by_author = await summary_store.search_summaries(
-        session,
-        guild_id,
-        terms,
-        authors=list(dict.fromkeys(authors)),
-        since=_day(since, tz, date.min),
-        until=_day(until, tz, date.max),
-        today=now.astimezone(tz).date(),
-        half_life_days=0,
-        limit=20,
-    )
-    return list({(s.user_id, s.day): s for found in by_author.values() for s in found}.values())
-
-
-def _about(member: int, names: set[str]) -> tuple[str, ...]:
-    """The words of a message about a member: their names, or a mention (its id)."""
-    return (*sorted(names), str(member))
-
-
 def _within(search: Search, rows: list[Turn]) -> list[Turn]:
     """The rows written within the search's period (a replayed moment shows nothing after it)."""
     since, until = search.since, search.until
@@ -428,7 +342,3 @@ def _stop(*tasks: asyncio.Future[Any]) -> None:
         task.cancel()
         if task.done() and not task.cancelled():
             task.exception()
-
-
-def _day(moment: datetime | None, tz: ZoneInfo, default: date) -> date:
-    return default if moment is None else moment.astimezone(tz).date()
