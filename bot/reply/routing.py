@@ -112,16 +112,18 @@ _LONG_AGO = re.compile(
 )
 _FIRST_PERSON = re.compile(r"^(?:i|i'm|i've|i'd|i'll|im|my|me|mine)\b", re.I)
 _SELF = {"me", "myself", "i", "my self"}
+_GREETING = r"(?:hey|hi|hiya|heya|hello|yo|oi|ok|okay)"  # before the bot's name, it still addresses the bot
 
 
 def address(content: str, *, bot_user_id: int, bot_name: str, replied_to_bot: bool) -> str | None:
     """The text meant for the bot, or None when the message is not addressed to it.
 
-    Addressed means: mentions the bot, replies to the bot, or starts with its name ("Elefant, …").
+    Addressed means: mentions the bot, replies to the bot, or starts with its name ("Elefant, …"), a greeting
+    before it too ("hey elefant, …": stored as speech, such a question became its own second asking's best hit).
     """
     mention = re.compile(rf"<@!?{bot_user_id}>")
     text = content.strip()
-    by_name = re.match(rf"^@?{re.escape(bot_name)}\b[\s,:!\-–]*", text, re.I)
+    by_name = re.match(rf"^(?:{_GREETING}[\s,]+)?@?{re.escape(bot_name)}\b[\s,:!\-–]*", text, re.I)
     # Only the mention or name that addresses the bot goes: a later mention of it is part of what is said
     # ("Elefant, remember that @Elefant likes peanuts" is about the bot, not about someone called "likes").
     if by_name:

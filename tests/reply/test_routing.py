@@ -48,6 +48,12 @@ def req(text: str, **kw) -> Request:
         ("remember that x", False, None),
         ("Elefantine things", False, None),
         (f"hey <@{BOT}> how are you?", False, "hey how are you?"),
+        ("hey elefant, which band did Mel see first?", False, "which band did Mel see first?"),
+        ("Hi Elefant remember that x", False, "remember that x"),
+        ("hey, @elefant: what did bob say?", False, "what did bob say?"),
+        ("hey elefantine things", False, None),
+        ("hey everyone, elefant is down again", False, None),
+        ("they elefant", False, None),
         # A second mention of the bot is what the message is about, not the address.
         (f"<@{BOT}> remember that <@{BOT}> likes peanuts", False, f"remember that <@{BOT}> likes peanuts"),
         (f"Elefant, remember that <@{BOT}> likes peanuts", False, f"remember that <@{BOT}> likes peanuts"),
