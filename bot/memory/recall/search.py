@@ -277,11 +277,8 @@ class Recall:
         time the question points at, and among a named member's messages of a time it names (`window_named`;
         "recently" is too gentle a hint) — and the rows of those that the search's reader may see, within its
         period."""
-        # The mentions are read while the question is encoded and the other pools searched (a SQL thread's work),
-        # when there will be vectors to search among them.
-        index, encode = self._index, self._encode
-        searchable = index is not None and encode is not None and self.options.vectors and index.loaded(search.guild_id)
-        mentions = asyncio.create_task(self._mentions(search, members if searchable else {}))
+        # The mentions are read while the question is encoded and the other pools searched (a SQL thread's work).
+        mentions = asyncio.create_task(self._mentions(search, members))
         try:
             return await self._nearest_to(
                 search, await embedding, list(members), mentions, window, window_named=window_named

@@ -272,28 +272,6 @@ async def test_a_private_channels_mentions_do_not_take_the_places_of_shared_ones
     assert not {h.text for h in messages} & {"bob later", "bob much later", "bob even later"}
 
 
-async def test_without_vectors_a_named_members_mentions_are_not_read(build, stub, monkeypatch):
-    """The mentions only choose among vectors: a guild searched by words alone does not read them."""
-    read: list[int] = []
-    newest = recall_search.message_store.newest_matching
-
-    async def counting(*args, **kwargs):
-        read.append(1)
-        return await newest(*args, **kwargs)
-
-    monkeypatch.setattr(recall_search.message_store, "newest_matching", counting)
-    for hybrid in (False, True):
-        memory = await build(hybrid=hybrid)
-        await memory.intake.message(message("exam", author=BOB, name="bob", at=T0 - timedelta(hours=1)))
-        await memory.flush()
-        if hybrid:
-            assert memory.embedding is not None
-            await memory.embedding.idle()
-            assert await memory.recollection.vectors_ready(GUILD)
-        await memory.recollection.search(GUILD, "did bob pass the exam?", channel_id=CHANNEL, now=T0)
-        assert len(read) == (1 if hybrid else 0)
-
-
 async def test_the_named_members_feedback_search_keeps_to_the_searchs_period(build, stub):
     """The named member's best hits search again (feedback); what that finds after a replayed moment or an
     `until` stays out, as every other pool's does."""
