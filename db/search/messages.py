@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, BindParameter, Float, Integer, String, bindparam, func, select, text
+from sqlalchemy import BigInteger, BindParameter, Float, Integer, String, TextClause, bindparam, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import scope as scoping
@@ -225,25 +225,32 @@ async def span(session: AsyncSession, guild_id: int, *, before: datetime) -> tup
     return None if first is None or last is None else (first, last)
 
 
+def _newest(sql: str, words: str) -> TextClause:
+    """A newest-matches query with its parameters typed: the words (`words`: FTS5's match or PostgreSQL's words), the
+    limit, the period and the read scope."""
+    typed = text(sql).bindparams(
+        bindparam(words, type_=String()),
+        bindparam("limit", type_=Integer()),
+        bindparam("since", type_=UTCDateTime()),
+        bindparam("until", type_=UTCDateTime()),
+    )
+    return scoping.typed(typed, scoping.MESSAGES)
+
+
 # The newest matches the reader may see: FTS5 gives its matches newest first, each is one lookup by key, and the
 # scan stops at the limit (a private channel's mentions do not take the places of shared ones).
-_NEWEST_FTS5 = scoping.typed(
-    text(f"""
+_NEWEST_FTS5 = _newest(
+    f"""
     SELECT chat_fts.rowid FROM chat_fts CROSS JOIN chat_history AS c ON c.message_id = chat_fts.rowid
     WHERE chat_fts MATCH :match AND c.timestamp >= :since AND c.timestamp < :until
       AND {scoping.where(scoping.MESSAGES, "c")}
     ORDER BY chat_fts.rowid DESC LIMIT :limit
-""").bindparams(
-        bindparam("match", type_=String()),
-        bindparam("limit", type_=Integer()),
-        bindparam("since", type_=UTCDateTime()),
-        bindparam("until", type_=UTCDateTime()),
-    ),
-    scoping.MESSAGES,
+""",
+    "match",
 )
 # The GIN index finds the matches; the period and the read scope filter them (OFFSET 0: see fts.POSTGRES_MATCHES).
-_NEWEST_POSTGRES = scoping.typed(
-    text(f"""
+_NEWEST_POSTGRES = _newest(
+    f"""
     SELECT m.message_id FROM (
         SELECT c.message_id, c.guild_id, c.channel_id, c.user_id, c.kind, c.timestamp
         FROM chat_history AS c, websearch_to_tsquery('english', :words) AS q(query)
@@ -251,13 +258,8 @@ _NEWEST_POSTGRES = scoping.typed(
     ) AS m
     WHERE m.timestamp >= :since AND m.timestamp < :until AND {scoping.where(scoping.MESSAGES, "m")}
     ORDER BY m.message_id DESC LIMIT :limit
-""").bindparams(
-        bindparam("words", type_=String()),
-        bindparam("limit", type_=Integer()),
-        bindparam("since", type_=UTCDateTime()),
-        bindparam("until", type_=UTCDateTime()),
-    ),
-    scoping.MESSAGES,
+""",
+    "words",
 )
 
 

@@ -47,7 +47,7 @@ async def by_words(
                 session, search.guild_id, search.terms, [search.user_id, *named],
                 since=search.since, until=search.until, now=search.now, tz=summaries,
             )  # fmt: skip
-    if not search.terms:  # nothing to search for but who and when: their messages in that time
+    else:  # nothing to search for but who and when: their messages in that time
         since, until = window or (search.since, search.until)
         if search.until is not None:  # a replayed moment: nothing after it, whatever the question's window
             until = min(until, search.until) if until is not None else search.until
@@ -77,8 +77,8 @@ async def summary_rows(
         guild_id,
         terms,
         authors=list(dict.fromkeys(authors)),
-        since=day_of(since, tz, date.min),
-        until=day_of(until, tz, date.max),
+        since=_day(since, tz, date.min),
+        until=_day(until, tz, date.max),
         today=now.astimezone(tz).date(),
         half_life_days=0,
         limit=20,
@@ -107,5 +107,5 @@ async def about_members(
     return found
 
 
-def day_of(moment: datetime | None, tz: ZoneInfo, default: date) -> date:
+def _day(moment: datetime | None, tz: ZoneInfo, default: date) -> date:
     return default if moment is None else moment.astimezone(tz).date()
