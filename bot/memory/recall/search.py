@@ -132,7 +132,7 @@ class Recall:
         rank = partial(
             rank_messages, guild_id, question.terms, now=now, window=window, members=members,
             half_life_days=self.half_life_days, words=self.options.text, counted=counted, recent=recent,
-            asking=self.options.asking,
+            asking=self.options.asking, priors={},
         )  # fmt: skip
         hits = rank(list(turns.values()), cosine)
         if query is not None and members and self.options.feedback:
