@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import itertools
 import json
 import os
@@ -61,6 +62,8 @@ from bench.soak_guild import (
     soak_guild,
 )
 from bot.app import responder_for
+from bot.collector import collect_between_replies
+from bot.collector import wanted as collector_wanted
 from bot.importer import import_file
 from bot.llm.client import LLM
 from bot.llm.offline import OfflineProvider
@@ -137,6 +140,13 @@ class Soak:
 
     async def live(self, folder: Path) -> list[Checkpoint]:
         await self.memory.start(schedule=False)
+        # The bot's collection policy (bot/app.py): start-up's objects frozen, full collections between replies.
+        # Without it, CPython's own full collections (~110 ms at month 6 here) fell inside timed recalls, more
+        # often and longer as the guild's objects grew: they were the slowest probes.
+        gc.freeze()
+        collector = (
+            asyncio.create_task(collect_between_replies(self.memory.replies.quiet)) if collector_wanted() else None
+        )
         try:
             for path in write_exports(History.of(self.conv), folder):
                 await import_file(self.memory, path, include_bots=False, progress=False)
@@ -168,7 +178,11 @@ class Soak:
                 self._move_to(checkpoint_at(month))
                 self.checkpoints.append(await self._checkpoint(month))
         finally:
+            if collector is not None:
+                collector.cancel()
+                await asyncio.gather(collector, return_exceptions=True)
             await self.memory.close()
+            gc.unfreeze()
         return self.checkpoints
 
     @contextlib.contextmanager
