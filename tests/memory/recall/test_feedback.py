@@ -64,7 +64,7 @@ async def test_the_parts_of_an_answer_spread_over_weeks_find_each_other(memory):
 
 async def test_each_candidate_is_counted_and_weighed_once_though_the_search_ranks_twice(memory, monkeypatch):
     """The feedback search ranks the candidates again: the question's words in each candidate's text and what its
-    who and when add are worked out once (the second pass over them was ~40 % of the ranking's time in bench.soak)."""
+    who and when add are worked out once (redone, they were about a quarter of the ranking's time in bench.soak)."""
     texts: Counter[str] = Counter()
     weighed: Counter[int] = Counter()
     for module in (search, ranking):
