@@ -141,8 +141,7 @@ class Soak:
     async def live(self, folder: Path) -> list[Checkpoint]:
         await self.memory.start(schedule=False)
         # The bot's collection policy (bot/app.py): start-up's objects frozen, full collections between replies.
-        # Without it, CPython's own full collections (~110 ms at month 6 here) fell inside timed recalls, more
-        # often and longer as the guild's objects grew: they were the slowest probes.
+        # Without it, CPython's own full collections (~110 ms here) fell inside timed recalls: the slowest probes.
         gc.freeze()
         collector = (
             asyncio.create_task(collect_between_replies(self.memory.replies.quiet)) if collector_wanted() else None
