@@ -4,8 +4,8 @@ The guild (bench/soak_guild.py) imports its history, then lives 12 months throug
 message goes through intake as the listener hands it over, one in twenty is written to the bot and answered by the
 real reply path offline (`Responder.respond`: routing, the author's context, recall, the chat prompt; the offline
 provider phrases the answer) and the answer is stored as the listener stores it, with its sources; each finished
-day is summarised as the scheduler does; statistics, embedding and caches run as in the bot. At months 1, 3, 6 and
-12 the soak stops the clock and measures:
+day is summarised as the scheduler does; statistics, embedding, caches and garbage collection run as in the bot.
+At months 1, 3, 6 and 12 the soak stops the clock and measures:
 
 - recall p50/p99: a fixed set of questions (the same at every checkpoint), each recalled as a reply recalls it;
 - reply p50/p99: every answer given to the guild since the previous checkpoint;
