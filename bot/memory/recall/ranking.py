@@ -216,21 +216,9 @@ def rank_messages(
         matched = len(doc[1])
         coverage = matched / len(stems) if stems else 0.0
         hits.append(
-            Hit(
-                "message",
-                guild_id,
-                turn.user_id,
-                turn.text,
-                turn.at,
-                score,
-                turn.channel_id,
-                turn.message_id,
-                turn.reply_to_id,
-                coverage,
-                cos,
-                matched,
-            )
-        )
+            Hit("message", guild_id, turn.user_id, turn.text, turn.at, score, turn.channel_id, turn.message_id,
+                turn.reply_to_id, coverage, cos, matched)
+        )  # fmt: skip
     hits.sort(key=lambda h: (-round(h.score, 9), -h.at.timestamp(), h.message_id or 0))
     return hits
 
