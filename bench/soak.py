@@ -61,9 +61,8 @@ from bench.soak_guild import (
     lived,
     soak_guild,
 )
+from bot import collector as collection
 from bot.app import responder_for
-from bot.collector import collect_between_replies
-from bot.collector import wanted as collector_wanted
 from bot.importer import import_file
 from bot.llm.client import LLM
 from bot.llm.offline import OfflineProvider
@@ -143,9 +142,7 @@ class Soak:
         # The bot's collection policy (bot/app.py): start-up's objects frozen, full collections between replies.
         # Without it, CPython's own full collections (~110 ms here) fell inside timed recalls: the slowest probes.
         gc.freeze()
-        collector = (
-            asyncio.create_task(collect_between_replies(self.memory.replies.quiet)) if collector_wanted() else None
-        )
+        collector = collection.start(self.memory.replies.quiet)
         try:
             for path in write_exports(History.of(self.conv), folder):
                 await import_file(self.memory, path, include_bots=False, progress=False)
@@ -177,9 +174,7 @@ class Soak:
                 self._move_to(checkpoint_at(month))
                 self.checkpoints.append(await self._checkpoint(month))
         finally:
-            if collector is not None:
-                collector.cancel()
-                await asyncio.gather(collector, return_exceptions=True)
+            await collection.stop(collector)
             await self.memory.close()
             gc.unfreeze()
         return self.checkpoints

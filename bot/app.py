@@ -9,8 +9,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
-from bot.collector import collect_between_replies
-from bot.collector import wanted as collector_wanted
+from bot import collector as collection
 from bot.lifecycle import spawn, stop_on_signals
 from bot.llm import LLM, build_embedder, build_llm
 from bot.llm.types import Provider
@@ -98,11 +97,7 @@ async def _opened(
                 gc.freeze()
             responder = responder_for(memory, llm, settings)
             # Full collections wait for a moment without a reply (bot/collector.py).
-            collector = (
-                spawn(collect_between_replies(memory.replies.quiet), name="garbage collector")
-                if background and collector_wanted()
-                else None
-            )
+            collector = collection.start(memory.replies.quiet) if background else None
             try:
                 yield App(memory, llm, responder)
             finally:
@@ -111,9 +106,7 @@ async def _opened(
                     # closes.
                     await responder.drain(settings.llm_timeout_seconds)
                 finally:
-                    if collector is not None:
-                        collector.cancel()
-                        await asyncio.gather(collector, return_exceptions=True)
+                    await collection.stop(collector)
                 await memory.close()
                 if close_embedder := getattr(embedder, "close", None):
                     close_embedder()

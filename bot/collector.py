@@ -21,6 +21,8 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 
+from bot.lifecycle import spawn
+
 FULL_EVERY_SECONDS = 10.0
 FULL_AFTER = 10  # middle-generation collections since the last full one (CPython's default third threshold)
 COST_SHARE = 100  # a collection that took d seconds is followed by at least COST_SHARE × d seconds without one
@@ -58,3 +60,16 @@ async def collect_between_replies(quiet: Callable[[float], Awaitable[object]]) -
         _holders -= 1
         if _holders == 0 and _saved is not None:
             gc.set_threshold(*_saved)
+
+
+def start(quiet: Callable[[float], Awaitable[object]]) -> asyncio.Task[None] | None:
+    """`collect_between_replies` in the background where this Python's collector is the one it was measured with
+    (None elsewhere)."""
+    return spawn(collect_between_replies(quiet), name="garbage collector") if wanted() else None
+
+
+async def stop(collector: asyncio.Task[None] | None) -> None:
+    """Stop what `start` started, and wait until it has (CPython's thresholds are back then)."""
+    if collector is not None:
+        collector.cancel()
+        await asyncio.gather(collector, return_exceptions=True)
