@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 import faiss
 import numpy as np
 
+from db.records import MAX_ID
+
 Span = tuple[float, float]  # POSIX seconds
 
 # A member with this many vectors keeps their id set (a faiss selector) between searches: building it took
@@ -39,7 +41,8 @@ class GuildVectors:
     _noted: int = 0
 
     selectors: dict[int, tuple[faiss.IDSelector, int]] = field(default_factory=dict)  # busy members', and coverage
-    # From which hour (POSIX s), its selector, how many of `ids` it covers: every question's season (10 ms at 1 M).
+    # From which hour (POSIX s), its selector (a range of ids, or a set), how many of `ids` it covers: every
+    # question's season (a set took 10 ms to build at 1 M).
     recent: tuple[float, faiss.IDSelector, int] | None = None
 
     @property
@@ -98,13 +101,36 @@ class GuildVectors:
     def from_hour_of(self, moment: float) -> tuple[faiss.IDSelector, ...]:
         """A selector of the messages indexed from the hour `moment` falls in, as `of_author` gives one."""
         hour = math.floor(moment / 3600) * 3600.0
-        if (kept := self.recent) is None or kept[0] != hour or len(self.ids) - kept[2] > REBUILD_AFTER:
-            chosen = self.ids[self.times >= hour]
-            if not len(chosen):
+        kept = self.recent
+        if kept is not None and kept[0] == hour and isinstance(kept[1], faiss.IDSelectorRange):
+            # What was noted since must keep to the range too (an edit's id is old, so is its moment).
+            newer = self.ids[kept[2] :] >= kept[1].imin
+            if (newer == (self.times[kept[2] :] >= hour)).all():
+                return (kept[1],)
+            kept = None
+        if kept is None or kept[0] != hour or len(self.ids) - kept[2] > REBUILD_AFTER:
+            keep = self.times >= hour
+            if not keep.any():
                 return ()
-            kept = self.recent = (hour, faiss.IDSelectorBatch(chosen), len(self.ids))
+            # Up to every id to come: what arrives later is newer still.
+            selector = self.id_range(keep, MAX_ID) or faiss.IDSelectorBatch(self.ids[keep])
+            kept = self.recent = (hour, selector, len(self.ids))
+            if isinstance(selector, faiss.IDSelectorRange):
+                return (selector,)
         _, base, upto = kept
         return self._and_since(base, upto, self.times[upto:] >= hour)
+
+    def id_range(self, keep: np.ndarray, end: int | None = None) -> faiss.IDSelector | None:
+        """The ids `keep` picks (a mask over them) as one range, up to `end` (excluded) if given, when no other id
+        falls in it; None otherwise. Discord's ids grow with time (a snowflake holds its moment), so a time is a
+        range of ids, and a range costs a search a comparison per vector where a set of ids cost it a hash lookup
+        (the season's: 5.8 against 20.6 ms at 180,000 vectors)."""
+        chosen = self.ids[keep]
+        low, high = int(chosen.min()), (int(chosen.max()) + 1 if end is None else end)
+        others = self.ids[~keep]
+        if ((others >= low) & (others < high)).any():  # console ids, say: the time of the run, not of the message
+            return None
+        return faiss.IDSelectorRange(low, high)
 
     def _and_since(self, base: faiss.IDSelector, upto: int, chosen: np.ndarray) -> tuple[faiss.IDSelector, ...]:
         """A kept selector with the vectors noted since it was built that `chosen` picks (a mask over them)."""
@@ -123,6 +149,8 @@ class GuildVectors:
             return (faiss.IDSelectorBatch(np.asarray(among, dtype=np.int64)),) if among else ()
         if window is not None:
             keep = (self.times >= window[0]) & (self.times < window[1])
+            if author is None and keep.any() and (whole := self.id_range(keep)) is not None:
+                return (whole,)
             if author is not None:
                 keep &= self.authors == author
             chosen = self.ids[keep]  # an edited message's id may be here twice: a selector is a set

@@ -12,6 +12,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 import aiosqlite
+import faiss
 import numpy as np
 import pytest
 from sqlalchemy import event, func, select
@@ -463,6 +464,39 @@ async def test_arriving_messages_are_indexed_without_a_removal_and_an_edit_repla
     found = await index.search(GUILD, _unit([[0, 1, 0, 0]])[0], 10)
     assert [i for i, _ in found].count(11) == 1 and dict(found)[11] == pytest.approx(0.0, abs=1e-3)
     assert dict(await index.search(GUILD, _unit([[0, 0, 0, 1]])[0], 10))[11] == pytest.approx(1.0, abs=1e-3)
+
+
+async def test_a_season_or_a_window_is_a_range_of_ids_while_ids_grow_with_time_and_a_set_of_them_when_not():
+    """Discord's ids grow with time, so the messages of a time are a range of ids (a comparison per vector, where a
+    set cost a hash lookup); ids that do not (a console's: the time of its run) still find exactly that time."""
+    index = vector_index.VectorIndex(None, "model", 4)  # type: ignore[arg-type]  # no SQL: the guild is given
+    guild = index._guilds[GUILD] = guild_vectors.GuildVectors(vector_index._exact(4))
+    hour = 3600.0
+    query = _unit([[1, 1, 1, 1]])[0]
+    near = _unit([[1, 1, 1, 0.5]])
+
+    def add(message_id: int, at: float) -> None:
+        index.add(GUILD, [message_id], near, [ALICE], [at])
+
+    async def found(**keep: object) -> set[int]:
+        return {i for i, _ in await index.search(GUILD, query, 10, **keep)}  # type: ignore[arg-type]
+
+    for message_id, at in ((10, 0.2 * hour), (20, 0.5 * hour), (30, 10 * hour), (40, 11 * hour)):
+        add(message_id, at)
+    assert await found(since=5 * hour) == {30, 40}
+    assert isinstance(guild.recent[1], faiss.IDSelectorRange)  # type: ignore[index]
+    add(50, 12 * hour)  # newer: within the range kept
+    add(20, 0.5 * hour)  # an old message edited: noted again, outside it
+    assert await found(since=5 * hour) == {30, 40, 50}
+    assert isinstance(guild.recent[1], faiss.IDSelectorRange)  # type: ignore[index]
+    add(60, 1.5 * hour)  # an id of now for a message of long ago
+    assert await found(since=5 * hour) == {30, 40, 50}
+    assert not isinstance(guild.recent[1], faiss.IDSelectorRange)  # type: ignore[index]
+    assert await found(window=(9.5 * hour, 11.5 * hour)) == {30, 40}
+    assert await found(window=(hour, 2 * hour)) == {60}
+    assert await found(window=(0.0, 2 * hour)) == {10, 20, 60}  # 30 to 50 lie between: no range
+    assert await found(window=(0.0, 2 * hour), author=ALICE) == {10, 20, 60}
+    assert await found(window=(0.0, 2 * hour), author=BOB) == set()
 
 
 def test_a_guilds_ids_authors_and_times_grow_in_place_and_views_taken_before_stay_whole():
