@@ -3,7 +3,11 @@
 Ranking every match costs a heap visit and a ts_rank for each (45,000 matches of two common words at 1,000,000
 messages: ~150 ms on two busy cores, where the GIN index finds them in a few). The matches are counted by the
 planner's own estimate (EXPLAIN: ANALYZE's most common lexemes, within a few per cent here), and:
-  - up to MANY: all of them are ranked (exact, and cheap at that size);
+  - up to MANY (10,000, where SQLite's plan stops at 3,000): all of them are ranked, exact. The bounded plan below
+    costs more than ranking every match until well past SQLite's limit: on bench.soak's guild at month 12 (173,000
+    messages, a named member's messages and mentions in the thousands), the words half took 60 ms a question and
+    the search about the named member 29–35 with 3,000 (at 1,000: 125 and 86), 35–40 and 19–20 with 10,000, the
+    same questions found;
   - more: the DEPTH best holding every word and, for three words or more, the DEPTH best holding all but one
     (both small intersections, which the GIN index finds without visiting the other matches), and the RECENT
     newest holding any word; ranked by ts_rank × coverage², like SQLite's plan.
@@ -20,9 +24,10 @@ from sqlalchemy import String, bindparam, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.search.fts import POSTGRES_AGE, Ranked, member_param, tsquery_words
-from db.search.planner import DEPTH, MANY, RECENT
+from db.search.planner import DEPTH, RECENT
 from db.search.types import Search
 
+MANY = 10_000
 _ESTIMATE = text(
     "EXPLAIN (FORMAT JSON) SELECT 1 FROM chat_history WHERE search @@ websearch_to_tsquery('english', :words)"
 ).bindparams(bindparam("words", type_=String()))
