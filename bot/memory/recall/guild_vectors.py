@@ -115,9 +115,7 @@ class GuildVectors:
             # Up to every id to come: what arrives later is newer still.
             selector = self.id_range(keep, MAX_ID) or faiss.IDSelectorBatch(self.ids[keep])
             kept = self.recent = (hour, selector, len(self.ids))
-            if isinstance(selector, faiss.IDSelectorRange):
-                return (selector,)
-        _, base, upto = kept
+        _, base, upto = kept  # a range just built: nothing noted since it, so it alone
         return self._and_since(base, upto, self.times[upto:] >= hour)
 
     def id_range(self, keep: np.ndarray, end: int | None = None) -> faiss.IDSelector | None:
