@@ -259,7 +259,11 @@ class Soak:
         for _ in range(PROBES):
             question = address(addressed_text(rng), bot_user_id=BOT_ID, bot_name="Elefant", replied_to_bot=False)
             began = time.perf_counter()
-            await self.memory.recollection.recollect(self.conv.guild_id, question or "", channel_id=self.general)
+            # As a reply holds it (bot/reply/respond.py): background writes, embedding and the full collection
+            # (bot/collector.py) wait until it is over; outside a reply, a full collection of month 12's heap could
+            # run in the middle of a probe while its snippets were read.
+            async with self.memory.recollection.under_way():
+                await self.memory.recollection.recollect(self.conv.guild_id, question or "", channel_id=self.general)
             took.append(time.perf_counter() - began)
         return took
 
