@@ -41,6 +41,13 @@ RECENT_DAYS = (3.0, 90.0)  # … but at least a few days and at most a season
 # year holds four times the messages it held at one month, and what was said a few weeks ago should meet no more
 # competition then than it did at first (bench.soak, "weeks": 0.42 found at month 12 against 0.73 at month 1).
 SEASON_DAYS = 90.0
+# A named member's nearest are looked for in their last season too once MEMBER_POOL is under a twentieth of what they
+# said: a paraphrase said weeks ago (cosine 0.2-0.4) then ranks below hundreds of their older lines (bench.soak_found,
+# month 12: "weeks" 0.69 -> 0.75, evidence never a candidate 47 -> 31), while for a member with fewer the pool reaches
+# deep enough, and their season's chatter only pushed older answers out of the budget (bench.recall --conversations
+# with every named member's season: paraphrase 0.78 -> 0.72, end to end 0.79 -> 0.77; with this threshold end to end
+# 0.79, paraphrase 0.76: one of its members has said 4,064).
+MEMBER_SEASON_FROM = 20 * MEMBER_POOL
 EncodeQuery = Callable[[str], Awaitable[np.ndarray]]
 Window = words.Window
 
@@ -273,10 +280,10 @@ class Recall:
         window_named: bool = False,
     ) -> tuple[np.ndarray | None, dict[int, float], list[Turn]]:
         """The question's vector (None: recall goes on words alone), the cosines of its nearest messages — in the
-        whole guild and in its last season, among each named member's own messages and their mentions, within the
-        time the question points at, and among a named member's messages of a time it names (`window_named`;
-        "recently" is too gentle a hint) — and the rows of those that the search's reader may see, within its
-        period."""
+        whole guild and in its last season, among each named member's own messages (a busy member's last season on
+        its own too) and their mentions, within the time the question points at, and among a named member's messages
+        of a time it names (`window_named`; "recently" is too gentle a hint) — and the rows of those that the
+        search's reader may see, within its period."""
         # The mentions are read while the question is encoded and the other pools searched (a SQL thread's work).
         mentions = asyncio.create_task(self._mentions(search, members))
         try:
@@ -306,9 +313,11 @@ class Recall:
                 nearest += await self._index.search(guild_id, query, MEMBER_POOL, author=member)
             season = (search.now - timedelta(days=SEASON_DAYS)).timestamp()
             if await self._index.oldest(guild_id) < season:  # a younger guild's season is all of it
-                # Not a named member's season too: their recent chatter then outranked older answers (end to end
-                # 0.78 -> 0.76, paraphrase 0.79 -> 0.74), for 0.62 -> 0.70 in bench.soak's month 12.
                 nearest += await self._index.search(guild_id, query, VECTOR_POOL, since=season)
+                for member in members:  # and a busy member's own season (MEMBER_SEASON_FROM)
+                    if await self._index.count(guild_id, member) >= MEMBER_SEASON_FROM:
+                        span = (season, search.now.timestamp())
+                        nearest += await self._index.search(guild_id, query, MEMBER_POOL, author=member, window=span)
             if window is not None:
                 span = (window[0].timestamp(), window[1].timestamp())
                 nearest += await self._index.search(guild_id, query, MEMBER_POOL, window=span)

@@ -167,6 +167,10 @@ class VectorIndex:
         del selectors  # referenced until the search is over
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0]
 
+    async def count(self, guild_id: int, author: int) -> int:
+        """How many of the member's messages the guild's index holds."""
+        return int(np.count_nonzero((await self._guild(guild_id)).authors == author))
+
     async def oldest(self, guild_id: int) -> float:
         """When the guild's oldest indexed message was written (POSIX seconds; infinity: nothing indexed)."""
         return (await self._guild(guild_id)).oldest

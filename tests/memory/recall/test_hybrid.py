@@ -211,6 +211,38 @@ async def test_a_few_weeks_old_message_meets_only_the_last_seasons_competition(b
     assert not await found("how did the exam go?", "finals done, the cat slept through it")
 
 
+async def test_a_busy_members_answer_of_a_few_weeks_ago_meets_only_their_last_seasons_competition(
+    build, stub, monkeypatch
+):
+    """A member who has said a great deal has many older lines nearer the question than the answer they gave a few
+    weeks ago: once they have said MEMBER_SEASON_FROM messages, their own nearest are also looked for in their last
+    season alone, so the answer stays a candidate; a member who has said less is not searched twice."""
+    monkeypatch.setattr(recall_search, "VECTOR_POOL", 3)
+    monkeypatch.setattr(recall_search, "MEMBER_POOL", 3)
+    monkeypatch.setattr(recall_search, "MEMBER_SEASON_FROM", 8)
+    memory = await build()
+    for n in range(6):  # a year ago: exactly the question's meaning ("finals" is the exam concept, not its word)
+        await memory.intake.message(message(f"finals {n}", author=BOB, name="bob", at=T0 - timedelta(days=300 + n)))
+    for n in range(4):  # this season, someone else: the guild's season pool is theirs
+        await memory.intake.message(message(f"finals for alice {n}", author=ALICE, at=T0 - timedelta(days=5 + n)))
+    answer = message("finals done, the cat slept through it", author=BOB, name="bob", at=T0 - timedelta(days=20))
+    await memory.intake.message(answer)
+    await memory.flush()
+    assert memory.embedding is not None
+    await memory.embedding.idle()
+    assert await memory.recollection.vectors_ready(GUILD)
+
+    async def found() -> bool:
+        messages, _ = await memory.recollection.search(GUILD, "how did bob's exam go?", channel_id=CHANNEL, now=T0)
+        return answer.content in {h.text for h in messages}
+
+    assert not await found()  # Bob has said 7: his whole history is his pool
+    await memory.intake.message(message("kettle", author=BOB, name="bob", at=T0 - timedelta(days=200)))
+    await memory.flush()
+    await memory.embedding.idle()
+    assert await found()  # 8: his season is searched on its own too
+
+
 async def test_what_others_said_about_a_named_member_is_found_by_its_meaning(build, stub, monkeypatch):
     """A named member's mentions are many, and the words half ranks them by the name alone (the shortest first):
     the nearest among their newest mentions are looked for too, so a paraphrase about them stays a candidate."""
