@@ -38,9 +38,15 @@ def full_collections() -> Iterator[list[float]]:
 
 
 @asynccontextmanager
-async def collecting(replies: Replies) -> AsyncIterator[asyncio.Task[None]]:
-    """A collector running (its first step taken), stopped after."""
-    task = asyncio.create_task(collect_between_replies(replies.quiet))
+async def collecting(replies: Replies, waiting: asyncio.Event | None = None) -> AsyncIterator[asyncio.Task[None]]:
+    """A collector running (its first step taken), stopped after; `waiting` is set when it waits for a quiet moment."""
+
+    async def quiet(seconds: float) -> object:
+        if waiting is not None:
+            waiting.set()
+        return await replies.quiet(seconds)
+
+    task = asyncio.create_task(collect_between_replies(quiet))
     await asyncio.sleep(0)
     try:
         yield task
@@ -85,16 +91,8 @@ def often(monkeypatch):
 async def test_a_full_collection_waits_for_the_reply_under_way_then_collects_the_garbage(often, monkeypatch):
     monkeypatch.setattr(collector, "FULL_WAIT_SECONDS", 3600)  # only the reply's end can let it go, however slow
     before = gc.get_threshold()
-    replies = Replies()
-    waiting = asyncio.Event()
-
-    async def quiet(seconds: float) -> object:
-        waiting.set()
-        return await replies.quiet(seconds)
-
-    task = asyncio.create_task(collect_between_replies(quiet))
-    try:
-        await asyncio.sleep(0)
+    replies, waiting = Replies(), asyncio.Event()
+    async with collecting(replies, waiting):
         assert gc.get_threshold()[2] == NEVER
         with full_collections() as ended:
             async with replies.under_way():
@@ -106,10 +104,26 @@ async def test_a_full_collection_waits_for_the_reply_under_way_then_collects_the
                 reply_ended = time.monotonic()
             assert await freed(garbage)
             assert ended and ended[0] >= reply_ended
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
     assert gc.get_threshold() == before
+
+
+async def test_a_reply_begun_as_another_ended_holds_the_full_collection_back_too(often, monkeypatch):
+    """The collection woken by one reply's end runs after the loop turns; a reply begun before that (the next
+    question at once) keeps it waiting until that one ends too."""
+    monkeypatch.setattr(collector, "FULL_WAIT_SECONDS", 3600)
+    replies, waiting = Replies(), asyncio.Event()
+    async with collecting(replies, waiting):
+        with full_collections() as ended:
+            async with replies.under_way():
+                garbage = due()
+                ended.clear()
+                await asyncio.wait_for(waiting.wait(), 30)
+            async with replies.under_way():  # no await between the two: the loop has not turned
+                await asyncio.sleep(0.1)
+                assert ended == [] and not garbage.is_set()
+                second_ended = time.monotonic()
+            assert await freed(garbage)
+            assert ended and ended[0] >= second_ended
 
 
 async def test_a_reply_that_never_ends_holds_a_full_collection_back_for_full_wait_seconds_only(often, monkeypatch):
