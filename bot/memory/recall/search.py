@@ -314,10 +314,12 @@ class Recall:
             season = (search.now - timedelta(days=SEASON_DAYS)).timestamp()
             if await self._index.oldest(guild_id) < season:  # a younger guild's season is all of it
                 nearest += await self._index.search(guild_id, query, VECTOR_POOL, since=season)
+                this_season = (season, search.now.timestamp())
                 for member in members:  # and a busy member's own season (MEMBER_SEASON_FROM)
                     if await self._index.count(guild_id, member) >= MEMBER_SEASON_FROM:
-                        span = (season, search.now.timestamp())
-                        nearest += await self._index.search(guild_id, query, MEMBER_POOL, author=member, window=span)
+                        nearest += await self._index.search(
+                            guild_id, query, MEMBER_POOL, author=member, window=this_season
+                        )
             if window is not None:
                 span = (window[0].timestamp(), window[1].timestamp())
                 nearest += await self._index.search(guild_id, query, MEMBER_POOL, window=span)
