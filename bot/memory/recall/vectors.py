@@ -20,7 +20,7 @@ import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.memory.flight import read_failure
-from bot.memory.recall.guild_vectors import GuildVectors, Span
+from bot.memory.recall.guild_vectors import GuildVectors, Span, held
 from db import vectors as store
 
 log = logging.getLogger(__name__)
@@ -116,7 +116,7 @@ class VectorIndex:
         """Take deleted messages out of a loaded index."""
         guild = self._guilds.get(guild_id)
         if guild is not None and message_ids:
-            guild.index.remove_ids(np.array(message_ids, dtype=np.int64))  # type: ignore[arg-type]  # see add()
+            guild.index.remove_ids(held(message_ids))  # type: ignore[arg-type]  # see add()
 
     def add(
         self, guild_id: int, message_ids: list[int], vectors: np.ndarray, authors: list[int], times: list[float]
@@ -125,7 +125,7 @@ class VectorIndex:
         guild = self._guilds.get(guild_id)
         if guild is None or not message_ids:
             return
-        ids = np.array(message_ids, dtype=np.int64)
+        ids = held(message_ids)
         # An edit (or a message delivered twice) embeds a message again: its old vector goes first. Removing
         # scans an exact index (3 ms at 100,000 messages, every batch); a message newer than any indexed (what
         # arrives now: ids grow with time) cannot be there.
@@ -153,7 +153,7 @@ class VectorIndex:
         if guild.size == 0:
             return []
         params = None
-        selectors = guild.keep_to(author, window, since, among)
+        selectors = guild.keep_to(author, window, since, None if among is None else held(among))
         if any(f is not None for f in (author, window, since, among)):
             if not selectors:
                 return []
@@ -165,7 +165,8 @@ class VectorIndex:
             )
         scores, ids = guild.index.search(query.reshape(1, -1).astype(np.float32), k, params=params)
         del selectors  # referenced until the search is over
-        return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0]
+        found = ids[0] >= 0
+        return list(zip(held(ids[0][found]).tolist(), scores[0][found].tolist(), strict=True))
 
     async def count(self, guild_id: int, author: int) -> int:
         """How many of the member's messages the guild's index holds."""
@@ -181,7 +182,7 @@ class VectorIndex:
         if not message_ids:
             return {}
         try:  # one call for all (a call per message was ~5 µs each, on the event loop)
-            vectors = guild.index.reconstruct_batch(np.asarray(message_ids, dtype=np.int64))
+            vectors = guild.index.reconstruct_batch(held(message_ids))
         except RuntimeError:  # one of them has no vector (yet): each on its own
             return self._one_by_one(guild, query, message_ids)
         return dict(zip(message_ids, (vectors @ query).tolist(), strict=True))
@@ -190,9 +191,9 @@ class VectorIndex:
         """The stored vectors of the given messages that have one, as rows (none: an empty array)."""
         guild = await self._guild(guild_id)
         rows = []
-        for message_id in message_ids:
+        for message_id in held(message_ids).tolist():
             try:
-                rows.append(guild.index.reconstruct(int(message_id)))
+                rows.append(guild.index.reconstruct(message_id))
             except RuntimeError:  # no vector (yet) for that message
                 continue
         return np.vstack(rows) if rows else np.zeros((0, self.dim), dtype=np.float32)
@@ -200,9 +201,9 @@ class VectorIndex:
     @staticmethod
     def _one_by_one(guild: GuildVectors, query: np.ndarray, message_ids: list[int]) -> dict[int, float]:
         found: dict[int, float] = {}
-        for message_id in message_ids:
+        for message_id, as_held in zip(message_ids, held(message_ids).tolist(), strict=True):
             try:
-                vector = guild.index.reconstruct(int(message_id))
+                vector = guild.index.reconstruct(as_held)
             except RuntimeError:  # no vector (yet) for that message
                 continue
             found[message_id] = float(np.dot(vector, query))
@@ -248,6 +249,7 @@ class VectorIndex:
             (np.concatenate(c) for c in zip(*parts, strict=True)) if parts else _columns([], self.dim)
         )
         del parts
+        ids = held(ids)
         vectors = scaled(q, scales)
         del q
         guild = await asyncio.to_thread(self._build, vectors, ids, authors)
