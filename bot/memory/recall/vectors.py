@@ -3,9 +3,10 @@
 A guild's index is built from SQL the first time it is searched, then kept current by what this process
 embeds and by a sync of rows other processes stored (by their id, every SYNC_SECONDS). Small guilds get an
 exact index over half floats; from IVF_FROM vectors on, an inverted-file index (IVF, 8-bit scalars, nlist ≈ √n,
-NPROBE lists searched; more for a member or a time), trained on the guild's own vectors and rebuilt when the
-guild has grown fourfold since. Deleted messages may linger in an index until it is rebuilt, but never reach
-anyone: every candidate is read back through the SQL read scope.
+NPROBE lists searched; more for a member or a time), trained on the guild's own vectors and rebuilt in the
+background when the guild has grown fourfold since (searches keep the old index until the new one is ready).
+Deleted messages may linger in an index until it is rebuilt, but never reach anyone: every candidate is read back
+through the SQL read scope.
 """
 
 from __future__ import annotations
@@ -107,10 +108,12 @@ class VectorIndex:
         self.dim = dim
         self._guilds: dict[int, GuildVectors] = {}
         self._loading: dict[int, asyncio.Task[GuildVectors]] = {}
+        self._drops: dict[int, int] = {}  # per guild: a build begun before the last drop read what was deleted
 
     def drop(self, guild_id: int) -> None:
         """Forget a guild's index (rebuilt from SQL on the next search): after deletions."""
         self._guilds.pop(guild_id, None)
+        self._drops[guild_id] = self._drops.get(guild_id, 0) + 1
 
     def remove(self, guild_id: int, message_ids: list[int]) -> None:
         """Take deleted messages out of a loaded index."""
@@ -223,8 +226,12 @@ class VectorIndex:
         return task
 
     async def _load_into(self, guild_id: int) -> GuildVectors:
-        guild = self._guilds[guild_id] = await self._load(guild_id)
-        return guild
+        while True:
+            drops = self._drops.get(guild_id, 0)
+            guild = await self._load(guild_id)
+            if self._drops.get(guild_id, 0) == drops:  # else read again: it may hold what was deleted meanwhile
+                self._guilds[guild_id] = guild
+                return guild
 
     async def _guild(self, guild_id: int) -> GuildVectors:
         guild = self._guilds.get(guild_id)
@@ -284,5 +291,5 @@ class VectorIndex:
             )
             guild.cursor = rows[-1].id
         grown = guild.size >= IVF_FROM and (guild.trained_at == 0 or guild.size >= 4 * guild.trained_at)
-        if grown:
-            self.drop(guild_id)  # the next search builds it again, as an IVF trained on what is there now
+        if grown:  # an IVF trained on what is there now, in its place once built: no reply waits for it (seconds)
+            self.warm(guild_id)

@@ -151,6 +151,63 @@ async def test_a_question_never_waits_for_the_guilds_index_to_be_built(build, st
     assert hits[0].text == "my finals are on friday, wish me luck"
 
 
+def _held_back(vectors: vector_index.VectorIndex, monkeypatch) -> tuple[asyncio.Event, list[int], asyncio.Event]:
+    """Builds of the guild's index that read SQL, then wait until `release` is set; the guilds they read, and an
+    event set once one has."""
+    release, loads, read = asyncio.Event(), [], asyncio.Event()
+    load = vectors._load
+
+    async def slow(guild_id: int) -> guild_vectors.GuildVectors:
+        monkeypatch.setattr(vector_index, "IVF_FROM", 100_000)  # built exact: a 4-vector guild trains no IVF
+        guild = await load(guild_id)
+        loads.append(guild_id)
+        read.set()
+        await release.wait()
+        return guild
+
+    monkeypatch.setattr(vectors, "_load", slow)
+    return release, loads
+
+
+async def test_an_index_the_guild_outgrew_is_built_again_while_searches_keep_the_old_one(build, stub, monkeypatch):
+    """A guild that outgrew its index gets an IVF trained on what is there now (seconds at 100,000 vectors): that
+    build ran inside the next search, and the reply lost its recall to MEMORY_WAIT_SECONDS (bench.soak: 5 replies on
+    each database)."""
+    memory = await build()
+    await fill(memory)
+    vectors = memory.vectors
+    assert vectors is not None
+    old = vectors._guilds[GUILD]
+    release, loads, _ = _held_back(vectors, monkeypatch)
+    monkeypatch.setattr(vector_index, "IVF_FROM", 2)  # its 4 vectors have outgrown an exact index
+    old.synced -= vector_index.SYNC_SECONDS + 1
+    exam = np.array(concept_vector("exam"), dtype=np.float32)
+    for _ in range(2):  # the first search syncs and finds it grown; the next no longer found an index at all
+        assert await asyncio.wait_for(vectors.search(GUILD, exam, 1), 5) != []
+    assert vectors._guilds[GUILD] is old
+    building = vectors._loading[GUILD]
+    release.set()
+    assert await building is vectors._guilds[GUILD] is not old and loads == [GUILD]
+    assert await vectors.search(GUILD, exam, 1) != []
+
+
+async def test_an_index_built_while_messages_were_deleted_is_built_again(build, stub, monkeypatch):
+    """A build that read the guild's vectors before a member was forgotten would put theirs back in the index."""
+    memory = await build()
+    await fill(memory)
+    vectors = memory.vectors
+    assert vectors is not None
+    release, loads, read = _held_back(vectors, monkeypatch)
+    vectors.drop(GUILD)
+    building = vectors.warm(GUILD)
+    await read.wait()  # the build has read the guild's vectors
+    await memory.admin.forget_member(GUILD, BOB)
+    release.set()
+    await building
+    assert loads == [GUILD, GUILD]
+    assert BOB not in vectors._guilds[GUILD].authors and ALICE in vectors._guilds[GUILD].authors
+
+
 async def test_a_busy_members_kept_selector_finds_their_messages_and_only_theirs(build, stub, monkeypatch):
     """A member with many vectors keeps their id set between searches; messages embedded since join it, and it
     is built again once the guild has grown enough."""
