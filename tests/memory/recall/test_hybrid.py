@@ -166,7 +166,7 @@ def _held_back(vectors: vector_index.VectorIndex, monkeypatch) -> tuple[asyncio.
         return guild
 
     monkeypatch.setattr(vectors, "_load", slow)
-    return release, loads
+    return release, loads, read
 
 
 async def test_an_index_the_guild_outgrew_is_built_again_while_searches_keep_the_old_one(build, stub, monkeypatch):
