@@ -281,6 +281,8 @@ class VectorIndex:
         """Add what other processes stored since; rebuild when the guild outgrew its index."""
         async with self._sessions() as session:
             rows = await store.of_guild(session, guild_id, self.model, after=guild.cursor)
+        if self._guilds.get(guild_id) is not guild:  # built again meanwhile, from SQL: it has them
+            return
         if rows:
             self.add(
                 guild_id,

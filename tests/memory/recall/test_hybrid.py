@@ -191,6 +191,41 @@ async def test_an_index_the_guild_outgrew_is_built_again_while_searches_keep_the
     assert await vectors.search(GUILD, exam, 1) != []
 
 
+async def test_a_sync_that_met_the_new_index_leaves_it_be(build, stub, monkeypatch):
+    """A sync of the old index still reading SQL when the new one took its place: the new one was read from SQL
+    and holds what the sync read, and the old one's size must not start yet another build."""
+    memory = await build()
+    await fill(memory)
+    vectors = memory.vectors
+    assert vectors is not None
+    old = vectors._guilds[GUILD]
+    release, loads, read = _held_back(vectors, monkeypatch)
+    monkeypatch.setattr(vector_index, "IVF_FROM", 2)  # its 4 vectors have outgrown an exact index
+    old.synced -= vector_index.SYNC_SECONDS + 1
+    exam = np.array(concept_vector("exam"), dtype=np.float32)
+    await vectors.search(GUILD, exam, 1)  # the build begins
+    await read.wait()
+    gate, reading = asyncio.Event(), asyncio.Event()
+    of_guild = vector_index.store.of_guild
+
+    async def held_up(*args: object, **kwargs: object) -> list[object]:
+        reading.set()
+        await gate.wait()
+        return await of_guild(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(vector_index.store, "of_guild", held_up)
+    old.synced -= vector_index.SYNC_SECONDS + 1
+    searching = asyncio.ensure_future(vectors.search(GUILD, exam, 1))
+    await reading.wait()
+    building = vectors._loading[GUILD]
+    release.set()
+    new = await building
+    monkeypatch.setattr(vector_index, "IVF_FROM", 2)  # the old index would count as outgrown again
+    gate.set()
+    assert await searching != []
+    assert vectors._guilds[GUILD] is new and GUILD not in vectors._loading and loads == [GUILD]
+
+
 async def test_an_index_built_while_messages_were_deleted_is_built_again(build, stub, monkeypatch):
     """A build that read the guild's vectors before a member was forgotten would put theirs back in the index."""
     memory = await build()
