@@ -17,7 +17,7 @@ At months 1, 3, 6 and 12 the soak stops the clock and measures:
 - resident memory per stored message: the process's growth since the start over the messages stored;
 - rows per reply (the question, the answer and its sources) and summary rows per day lived.
 
-    python -m bench.soak                          # SQLite and PostgreSQL, ~180,000 messages (16-17 min each, quiet)
+    python -m bench.soak                          # SQLite and PostgreSQL, ~180,000 messages (16-30 min each)
     python -m bench.soak --messages 20000 --sqlite-only
     python -m bench.soak --postgres-only         # one database at a time (--sqlite-only, --postgres-only)
     python -m bench.soak --no-answers            # the control: the same guild, the bot never answering
