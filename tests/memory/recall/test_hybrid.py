@@ -169,41 +169,44 @@ def _held_back(vectors: vector_index.VectorIndex, monkeypatch) -> tuple[asyncio.
     return release, loads, read
 
 
-async def test_an_index_the_guild_outgrew_is_built_again_while_searches_keep_the_old_one(build, stub, monkeypatch):
-    """A guild that outgrew its index gets an IVF trained on what is there now (seconds at 100,000 vectors): that
-    build ran inside the next search, and the reply lost its recall to MEMORY_WAIT_SECONDS (bench.soak: 5 replies on
-    each database)."""
+EXAM = np.array(concept_vector("exam"), dtype=np.float32)
+
+
+async def _outgrown(
+    build, monkeypatch
+) -> tuple[vector_index.VectorIndex, guild_vectors.GuildVectors, tuple[asyncio.Event, list[int], asyncio.Event]]:
+    """A guild's loaded index that its 4 vectors have outgrown, due to sync at its next search, and its builds held
+    back (`_held_back`)."""
     memory = await build()
     await fill(memory)
     vectors = memory.vectors
     assert vectors is not None
     old = vectors._guilds[GUILD]
-    release, loads, _ = _held_back(vectors, monkeypatch)
-    monkeypatch.setattr(vector_index, "IVF_FROM", 2)  # its 4 vectors have outgrown an exact index
+    held_back = _held_back(vectors, monkeypatch)
+    monkeypatch.setattr(vector_index, "IVF_FROM", 2)
     old.synced -= vector_index.SYNC_SECONDS + 1
-    exam = np.array(concept_vector("exam"), dtype=np.float32)
+    return vectors, old, held_back
+
+
+async def test_an_index_the_guild_outgrew_is_built_again_while_searches_keep_the_old_one(build, stub, monkeypatch):
+    """A guild that outgrew its index gets an IVF trained on what is there now (seconds at 100,000 vectors): that
+    build ran inside the next search, and the reply lost its recall to MEMORY_WAIT_SECONDS (bench.soak: 5 replies on
+    each database)."""
+    vectors, old, (release, loads, _) = await _outgrown(build, monkeypatch)
     for _ in range(2):  # the first search syncs and finds it grown; the next no longer found an index at all
-        assert await asyncio.wait_for(vectors.search(GUILD, exam, 1), 5) != []
+        assert await asyncio.wait_for(vectors.search(GUILD, EXAM, 1), 5) != []
     assert vectors._guilds[GUILD] is old
     building = vectors._loading[GUILD]
     release.set()
     assert await building is vectors._guilds[GUILD] is not old and loads == [GUILD]
-    assert await vectors.search(GUILD, exam, 1) != []
+    assert await vectors.search(GUILD, EXAM, 1) != []
 
 
 async def test_a_sync_that_met_the_new_index_leaves_it_be(build, stub, monkeypatch):
     """A sync of the old index still reading SQL when the new one took its place: the new one was read from SQL
     and holds what the sync read, and the old one's size must not start yet another build."""
-    memory = await build()
-    await fill(memory)
-    vectors = memory.vectors
-    assert vectors is not None
-    old = vectors._guilds[GUILD]
-    release, loads, read = _held_back(vectors, monkeypatch)
-    monkeypatch.setattr(vector_index, "IVF_FROM", 2)  # its 4 vectors have outgrown an exact index
-    old.synced -= vector_index.SYNC_SECONDS + 1
-    exam = np.array(concept_vector("exam"), dtype=np.float32)
-    await vectors.search(GUILD, exam, 1)  # the build begins
+    vectors, old, (release, loads, read) = await _outgrown(build, monkeypatch)
+    await vectors.search(GUILD, EXAM, 1)  # the build begins
     await read.wait()
     gate, reading = asyncio.Event(), asyncio.Event()
     of_guild = vector_index.store.of_guild
@@ -215,7 +218,7 @@ async def test_a_sync_that_met_the_new_index_leaves_it_be(build, stub, monkeypat
 
     monkeypatch.setattr(vector_index.store, "of_guild", held_up)
     old.synced -= vector_index.SYNC_SECONDS + 1
-    searching = asyncio.ensure_future(vectors.search(GUILD, exam, 1))
+    searching = asyncio.ensure_future(vectors.search(GUILD, EXAM, 1))
     await reading.wait()
     building = vectors._loading[GUILD]
     release.set()
