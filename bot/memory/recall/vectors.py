@@ -99,6 +99,17 @@ def _filtered_probes(guild: GuildVectors) -> int:
     return min(lists, max(NPROBE * 4, math.ceil(lists * FILTERED_SCAN / max(1, guild.size))))
 
 
+def _stored(guild: GuildVectors, message_ids: list[int]) -> list[tuple[int, np.ndarray]]:
+    """Each given message that has a vector in the guild's index, with it, one at a time."""
+    found = []
+    for message_id, as_held in zip(message_ids, held(message_ids).tolist(), strict=True):
+        try:
+            found.append((message_id, guild.index.reconstruct(as_held)))
+        except RuntimeError:  # no vector (yet) for that message
+            continue
+    return found
+
+
 class VectorIndex:
     """Searches a guild's message vectors; builds, syncs and drops per-guild indexes."""
 
@@ -192,25 +203,12 @@ class VectorIndex:
 
     async def vectors_of(self, guild_id: int, message_ids: list[int]) -> np.ndarray:
         """The stored vectors of the given messages that have one, as rows (none: an empty array)."""
-        guild = await self._guild(guild_id)
-        rows = []
-        for message_id in held(message_ids).tolist():
-            try:
-                rows.append(guild.index.reconstruct(message_id))
-            except RuntimeError:  # no vector (yet) for that message
-                continue
+        rows = [vector for _, vector in _stored(await self._guild(guild_id), message_ids)]
         return np.vstack(rows) if rows else np.zeros((0, self.dim), dtype=np.float32)
 
     @staticmethod
     def _one_by_one(guild: GuildVectors, query: np.ndarray, message_ids: list[int]) -> dict[int, float]:
-        found: dict[int, float] = {}
-        for message_id, as_held in zip(message_ids, held(message_ids).tolist(), strict=True):
-            try:
-                vector = guild.index.reconstruct(as_held)
-            except RuntimeError:  # no vector (yet) for that message
-                continue
-            found[message_id] = float(np.dot(vector, query))
-        return found
+        return {message_id: float(np.dot(vector, query)) for message_id, vector in _stored(guild, message_ids)}
 
     def loaded(self, guild_id: int) -> bool:
         """Whether the guild's index is in memory (building it reads every vector: seconds in a large guild)."""
