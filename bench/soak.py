@@ -103,6 +103,7 @@ class Checkpoint:
     replies: list[float]
     found: dict[tuple[str, bool], list[bool]]  # (band, patient) -> each question complete
     sizes: dict[str, float] = field(default_factory=dict)
+    collections: list[float] = field(default_factory=list)  # seconds each full collection took since the last
 
 
 class Soak:
@@ -132,6 +133,8 @@ class Soak:
         self.replies: list[float] = []
         self.answered = 0
         self.checkpoints: list[Checkpoint] = []
+        self.collections: list[float] = []
+        self._collecting = 0.0
 
     def responder(self) -> Responder:
         """The reply as the bot wires it, a question about the past phrased by the model too (as `prompt` shows)."""
@@ -142,7 +145,8 @@ class Soak:
         # The bot's collection policy (bot/app.py): start-up's objects frozen, full collections between replies.
         # Without it, CPython's own full collections (~110 ms here) fell inside timed recalls: the slowest probes.
         gc.freeze()
-        collector = collection.start(self.memory.replies.quiet)
+        collector = collection.start(self.memory.replies.between)
+        gc.callbacks.append(self._timing_collections)
         try:
             for path in write_exports(History.of(self.conv), folder):
                 await import_file(self.memory, path, include_bots=False, progress=False)
@@ -174,6 +178,7 @@ class Soak:
                 self._move_to(checkpoint_at(month))
                 self.checkpoints.append(await self._checkpoint(month))
         finally:
+            gc.callbacks.remove(self._timing_collections)
             await collection.stop(collector)
             await self.memory.close()
             gc.unfreeze()
@@ -187,6 +192,15 @@ class Soak:
             yield
         finally:
             self.settings.memory_wait_seconds = wait
+
+    def _timing_collections(self, phase: str, info: dict[str, int]) -> None:
+        """Each full collection's pause (between replies, bot/collector.py: no reply waits for it, a message that
+        comes in meanwhile does), reported beside recall's times."""
+        if info["generation"] == 2:
+            if phase == "start":
+                self._collecting = time.perf_counter()
+            else:
+                self.collections.append(time.perf_counter() - self._collecting)
 
     def _move_to(self, moment: datetime) -> None:
         ahead = (moment - self.clock.now()).total_seconds()
@@ -221,12 +235,17 @@ class Soak:
         request = Request(self.conv.guild_id, message.author_id, addressed or message.text,
                           channel_id=message.channel_id, message_id=message.message_id, bot_user_id=BOT_ID)  # fmt: skip
         self.recorder.calls.clear()
-        began = time.perf_counter()
-        answer = await responder.respond(request)
-        took = time.perf_counter() - began
-        reply = Message(_as_worker(message.message_id, 4), message.channel_id, BOT_ID, answer.text,
-                        message.timestamp + timedelta(milliseconds=1), message.message_id)  # fmt: skip
-        await self.memory.intake.reply(self._incoming(reply, Kind.BOT), members=answer.members, messages=answer.quoted)
+        # Under way as the listener holds it (bot/cogs/listener.py), until the answer is sent and stored: what waits
+        # for the gap after a reply (bot/collector.py) runs after it, not at the end of `respond`.
+        async with self.memory.recollection.under_way():
+            began = time.perf_counter()
+            answer = await responder.respond(request)
+            took = time.perf_counter() - began
+            reply = Message(_as_worker(message.message_id, 4), message.channel_id, BOT_ID, answer.text,
+                            message.timestamp + timedelta(milliseconds=1), message.message_id)  # fmt: skip
+            await self.memory.intake.reply(
+                self._incoming(reply, Kind.BOT), members=answer.members, messages=answer.quoted
+            )
         self.answered += 1
         sent = self.recorder.last("chat")
         return took, str(sent.variables.get("memory", "")) if sent is not None else ""
@@ -250,21 +269,22 @@ class Soak:
                 complete = all(said[e] in memory for e in item.question.evidence_ids)
                 found.setdefault((item.band, patient), []).append(complete)
         recall = await self._time_recall()
-        point = Checkpoint(month, recall, self.replies, found, await self._sizes())
-        self.replies = []
+        point = Checkpoint(month, recall, self.replies, found, await self._sizes(), self.collections)
+        self.replies, self.collections = [], []
         return point
 
     async def _time_recall(self) -> list[float]:
         rng, took = random.Random("soak-probes"), []
         for _ in range(PROBES):
             question = address(addressed_text(rng), bot_user_id=BOT_ID, bot_name="Elefant", replied_to_bot=False)
-            began = time.perf_counter()
-            # As a reply holds it (bot/reply/respond.py): background writes, embedding and the full collection
+            # As a reply holds it (bot/cogs/listener.py): background writes, embedding and the full collection
             # (bot/collector.py) wait until it is over; outside a reply, a full collection of month 12's heap could
-            # run in the middle of a probe while its snippets were read.
+            # run in the middle of a probe while its snippets were read. A reply's recall is over before its reply
+            # is sent, and what runs in the gap after the reply is timed on its own (`collections`).
             async with self.memory.recollection.under_way():
+                began = time.perf_counter()
                 await self.memory.recollection.recollect(self.conv.guild_id, question or "", channel_id=self.general)
-            took.append(time.perf_counter() - began)
+                took.append(time.perf_counter() - began)
         return took
 
     async def _sizes(self) -> dict[str, float]:
@@ -392,6 +412,7 @@ def report(name: str, points: list[Checkpoint]) -> None:
             f"{p.sizes['summary rows per day']:.1f}",
             f"{p.sizes['member messages']:,.0f} / {p.sizes['bot rows']:,.0f}",
             f"{p.sizes['bot text bytes'] / 1e6:.1f}",
+            f"{len(p.collections)} / {max(p.collections, default=0.0) * ms:.0f}",
         ]
         for p in points
     ]
@@ -399,7 +420,7 @@ def report(name: str, points: list[Checkpoint]) -> None:
                "found months (wait)", "found months (no wait)", "DB bytes / member msg",
                "members' bytes / member msg", "bot's bytes / reply", "RSS bytes / msg",
                "rows / reply", "rows / member msg", "summary rows / day", "member msgs / bot rows",
-               "bot text MB"]  # fmt: skip
+               "bot text MB", "full collections / longest ms"]  # fmt: skip
     print_table(f"bench.soak — {name}", headers, rows)
     first, last = points[0], points[-1]
     print(

@@ -97,7 +97,7 @@ async def _opened(
                 gc.freeze()
             responder = responder_for(memory, llm, settings)
             # Full collections wait for a moment without a reply (bot/collector.py).
-            collector = collection.start(memory.replies.quiet) if background else None
+            collector = collection.start(memory.replies.between) if background else None
             try:
                 yield App(memory, llm, responder)
             finally:

@@ -7,7 +7,9 @@ ms (bench.reply, every ~7 s with 50 messages a second coming in). While the long
 starts none itself; the young generations are collected as before, and a full collection runs here: after as
 many middle-generation collections as CPython waits for before it considers one, no more often than every
 FULL_EVERY_SECONDS nor than keeps it under 1 % of the time (a bigger heap waits longer), and when no reply is
-under way (FULL_WAIT_SECONDS at most, so an always busy guild collects too).
+under way: at once, or as the last reply under way ends, before the next can begin (after FULL_WAIT_SECONDS of
+replies that always overlap, anyway: an always busy guild collects too). A reply ends after it is sent, so the
+member who asked never waits for a collection; one asking in that moment waits for it, as they would for any.
 
 Python 3.14's collector is incremental (its third threshold means something else, and a collection is no long
 pause): there CPython's own rule stays.
@@ -20,6 +22,7 @@ import gc
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 
 from bot.lifecycle import spawn
 
@@ -38,9 +41,13 @@ def wanted() -> bool:
     return sys.version_info < (3, 14)
 
 
-async def collect_between_replies(quiet: Callable[[float], Awaitable[object]]) -> None:
-    """Run until cancelled: full collections at quiet moments (`quiet(seconds)` returns when no reply is under way,
-    or after the seconds given). CPython's thresholds are back once the last collector in the process stops."""
+Between = Callable[[Callable[[], object], float], Awaitable[object]]  # `Replies.between`
+
+
+async def collect_between_replies(between: Between) -> None:
+    """Run until cancelled: full collections between replies (`between(work, seconds)` runs `work` when no reply is
+    under way, or after the seconds given). CPython's thresholds are back once the last collector in the process
+    stops."""
     global _holders, _saved  # noqa: PLW0603 - one setting per process, shared by every app in it
     if _holders == 0:
         _saved = gc.get_threshold()
@@ -52,20 +59,25 @@ async def collect_between_replies(quiet: Callable[[float], Awaitable[object]]) -
             await asyncio.sleep(pause)
             if gc.get_count()[2] < FULL_AFTER:
                 continue
-            await quiet(FULL_WAIT_SECONDS)
-            began = time.perf_counter()
-            gc.collect()
-            pause = max(FULL_EVERY_SECONDS, COST_SHARE * (time.perf_counter() - began))
+            took: list[float] = []
+            await between(partial(_collect, took), FULL_WAIT_SECONDS)
+            pause = max(FULL_EVERY_SECONDS, COST_SHARE * sum(took))
     finally:
         _holders -= 1
         if _holders == 0 and _saved is not None:
             gc.set_threshold(*_saved)
 
 
-def start(quiet: Callable[[float], Awaitable[object]]) -> asyncio.Task[None] | None:
+def _collect(took: list[float]) -> None:
+    began = time.perf_counter()
+    gc.collect()
+    took.append(time.perf_counter() - began)
+
+
+def start(between: Between) -> asyncio.Task[None] | None:
     """`collect_between_replies` in the background where this Python's collector is the one it was measured with
     (None elsewhere)."""
-    return spawn(collect_between_replies(quiet), name="garbage collector") if wanted() else None
+    return spawn(collect_between_replies(between), name="garbage collector") if wanted() else None
 
 
 async def stop(collector: asyncio.Task[None] | None) -> None:
