@@ -9,6 +9,7 @@ recall finds at a given size — and each recall change can be tried against it 
 
     python -m bench.soak_found                    # months 1 and 12, SQLite
     python -m bench.soak_found --months 1,3,6,12 --postgres postgresql+asyncpg://postgres@127.0.0.1:5432/postgres
+    python -m bench.soak_found --seed 8           # another draw of the guild and its tellers
 """
 
 from __future__ import annotations
@@ -110,7 +111,8 @@ async def run(
         embedder.close()
     name = "PostgreSQL" if postgres else "SQLite"
     headers = ["month", "band", "found (all evidence packed)", "evidence never a candidate"]
-    print_table(f"bench.soak_found, {name}: {messages:,} messages, a fresh import up to each checkpoint", headers, rows)
+    title = f"bench.soak_found, {name}: {messages:,} messages (seed {seed}), a fresh import up to each checkpoint"
+    print_table(title, headers, rows)
     return rows
 
 
@@ -119,8 +121,9 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=180_000, help="the soak guild's size (bench.soak's default)")
     parser.add_argument("--months", default="1,12", help="checkpoints, comma-separated (of 1, 3, 6, 12)")
     parser.add_argument("--postgres", help="a PostgreSQL URL to create a database in (default: SQLite)")
+    parser.add_argument("--seed", type=int, default=7, help="another seed: another guild, other tellers (a new draw)")
     args = parser.parse_args()
-    asyncio.run(run(args.messages, [int(m) for m in args.months.split(",")], postgres=args.postgres))
+    asyncio.run(run(args.messages, [int(m) for m in args.months.split(",")], postgres=args.postgres, seed=args.seed))
 
 
 if __name__ == "__main__":
