@@ -172,20 +172,22 @@ class Console:
             bot_user_id=BOT_ID,
         )
         await self._settle()
-        answer: Answer | None = None
-        try:
-            # Within REPLY_DEADLINE_SECONDS whatever the model does; a facts change that outlives it is reported
-            # at the start of the next reply (a follow-up line would land in the middle of someone's typing).
-            answer = await self.app.responder.respond_within(
-                request, deadline=self.settings.reply_deadline_seconds, is_admin=True
-            )
-            text = answer.text
-        except Exception as exc:  # noqa: BLE001 - the console shows the failure instead of dying
-            text = f"Sorry, I couldn't think that through just now ({type(exc).__name__})."
-        reply = self._line(BOT_ID, self.settings.bot_name, text, message, Kind.BOT)
-        if answer is not None:
-            await self.app.memory.intake.reply(reply, members=answer.members, messages=answer.quoted)
-        self.say(f"[{len(self.lines)}] {self.settings.bot_name}: {await self._shown(text)}")
+        # Under way until shown, as the listener holds a reply (what waits for the gap after it runs after that).
+        async with self.app.memory.recollection.under_way():
+            answer: Answer | None = None
+            try:
+                # Within REPLY_DEADLINE_SECONDS whatever the model does; a facts change that outlives it is reported
+                # at the start of the next reply (a follow-up line would land in the middle of someone's typing).
+                answer = await self.app.responder.respond_within(
+                    request, deadline=self.settings.reply_deadline_seconds, is_admin=True
+                )
+                text = answer.text
+            except Exception as exc:  # noqa: BLE001 - the console shows the failure instead of dying
+                text = f"Sorry, I couldn't think that through just now ({type(exc).__name__})."
+            reply = self._line(BOT_ID, self.settings.bot_name, text, message, Kind.BOT)
+            if answer is not None:
+                await self.app.memory.intake.reply(reply, members=answer.members, messages=answer.quoted)
+            self.say(f"[{len(self.lines)}] {self.settings.bot_name}: {await self._shown(text)}")
 
     async def _settle(self) -> None:
         """A simulation should be deterministic: what was said is stored, and with vectors embedded, before the bot

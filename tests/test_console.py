@@ -232,6 +232,46 @@ async def test_the_models_mentions_are_shown_as_names_and_its_mass_pings_inert(t
     assert out.getvalue().splitlines()[1] == "[2] Elefant: @\u200beveryone and @\u200bhere: @alice asked @Elefant"
 
 
+async def test_an_answer_is_shown_while_its_reply_is_still_under_way(tmp_path, monkeypatch):
+    """What waits for the gap after a reply (a full collection, bot/collector.py) runs once the answer is shown."""
+    import io
+
+    from bot.cli.runner import migrate_database
+    from bot.console import run_console
+    from bot.memory.recall.embedding import Replies
+    from bot.reply.deadline import Answer, ReplyDeadline
+    from bot.reply.routing import Route
+    from bot.settings import Settings
+
+    async def respond_within(self: ReplyDeadline, request: object, **_: object) -> Answer:
+        return Answer("hello to you", Route.CHAT)
+
+    made: list[Replies] = []
+    init = Replies.__init__
+
+    def keep(self: Replies) -> None:
+        init(self)
+        made.append(self)
+
+    monkeypatch.setattr(ReplyDeadline, "respond_within", respond_within)
+    monkeypatch.setattr(Replies, "__init__", keep)
+    under_way: list[bool] = []
+
+    class Out(io.StringIO):
+        def write(self, text: str) -> int:
+            if "Elefant: hello to you" in text:
+                under_way.append(any(r._under_way for r in made))
+            return super().write(text)
+
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None, database_url=f"sqlite:///{tmp_path}/console.db", embedding_model="none",
+        gemini_api_key=None, discord_token=None,
+    )  # fmt: skip
+    await migrate_database(settings)
+    await run_console(settings, stdin=io.StringIO("Elefant, hello\n"), out=Out())
+    assert under_way == [True]
+
+
 def test_a_second_session_continues_after_the_first_sessions_clock(db_url, tmp_path):
     """The first session ran days ahead of the real clock; the second starts after its lines, not at real time, so
     they are its past (on both databases)."""

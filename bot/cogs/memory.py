@@ -126,8 +126,11 @@ class MemoryCommands(commands.GroupCog, group_name="memory", group_description="
             guild_id, interaction.user.id, asked or "what did I miss?", channel_id=interaction.channel_id,
             route=Route.RECAP,
         )  # fmt: skip
-        told = await self.bot.responder.respond_within(request, deadline=self.bot.settings.reply_deadline_seconds)
-        await answer(interaction, told.text)
+        # Under way until sent, as the listener holds a reply: what waits for the gap after it (bot/collector.py)
+        # runs once the member has the answer.
+        async with self._recollection.under_way():
+            told = await self.bot.responder.respond_within(request, deadline=self.bot.settings.reply_deadline_seconds)
+            await answer(interaction, told.text)
 
     @app_commands.command(name="optout", description="Stop storing your messages in this server")
     async def optout(self, interaction: discord.Interaction) -> None:
