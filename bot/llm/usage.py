@@ -97,9 +97,8 @@ class UsageRecorder:
             await self.flush()
 
     async def flush(self) -> None:
-        """Write what is pending now."""
-        if not self._pending:
-            return
+        """Write what is pending now, and wait for a write already under way (the background writer may have taken
+        the rows a moment ago: `/memory-admin stats` read no calls after one, on a busy machine)."""
         lock = self._lock or asyncio.Lock()
         async with lock:
             rows, self._pending = self._pending, []

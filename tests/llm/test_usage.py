@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from sqlalchemy import select
 
+from bot.llm import usage
 from bot.llm.breaker import CircuitBreaker
 from bot.llm.client import LLM
 from bot.llm.prompts import load_prompts
@@ -49,3 +52,30 @@ async def test_a_failing_insert_never_fails_the_call(tmp_path, caplog):
     assert "llm_calls" in down.getMessage()  # the database's own words
     # Its traceback is the driver's: SQLAlchemy's own message would show the statement's parameters (what was said).
     assert "'offline'" not in caplog.text and "[parameters:" not in caplog.text
+
+
+async def test_a_flush_waits_for_the_write_the_background_writer_has_under_way(engine, monkeypatch):
+    """What `flush` returns after is in the table, whoever took it from the buffer (stats read right after a call)."""
+    sessions = create_session_factory(engine)
+    recorder = UsageRecorder(sessions)
+    began, release = asyncio.Event(), asyncio.Event()
+    real = usage.store.record
+
+    async def held_back(session: object, rows: object) -> None:
+        began.set()
+        await release.wait()
+        await real(session, rows)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(usage.store, "record", held_back)
+    recorder.record(operation="condense", role="batch", provider="offline", model="offline", tokens_in=3,
+                    tokens_out=4, latency_s=0.0, outcome="ok", guild_id=GUILD)  # fmt: skip
+    writing = asyncio.create_task(recorder.flush())  # as the background writer would
+    await asyncio.wait_for(began.wait(), 30)
+    second = asyncio.create_task(recorder.flush())
+    await asyncio.sleep(0.05)
+    assert not second.done()  # nothing left in the buffer, but the row is not written yet
+    release.set()
+    await asyncio.wait_for(asyncio.gather(writing, second), 30)
+    async with sessions() as session:
+        assert len((await session.scalars(select(LlmCall))).all()) == 1
+    await recorder.close()
