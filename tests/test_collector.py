@@ -137,6 +137,18 @@ async def test_work_for_a_gap_runs_once_and_not_after_its_waiter_gave_up():
     assert late is False and ran == ["now", "late"]
 
 
+async def test_a_waiter_cancelled_just_before_the_gap_leaves_the_replys_end_alone():
+    """Cancelling a task cancels the future it waits on at once, and its own clean-up runs later: a reply ending in
+    between must neither run the work nor fail on the cancelled future."""
+    replies, ran = Replies(), []
+    async with replies.under_way():
+        waiter = asyncio.create_task(replies.between(lambda: ran.append("work"), 3600))
+        await asyncio.sleep(0.01)
+        waiter.cancel()  # its future is cancelled now; its `finally` has not run yet
+    await asyncio.gather(waiter, return_exceptions=True)
+    assert ran == [] and waiter.cancelled()
+
+
 async def test_a_reply_that_never_ends_holds_a_full_collection_back_for_full_wait_seconds_only(often, monkeypatch):
     monkeypatch.setattr(collector, "FULL_WAIT_SECONDS", 0.1)
     replies = Replies()

@@ -82,6 +82,8 @@ class Replies:
         ran = asyncio.get_running_loop().create_future()
 
         def run() -> None:  # in the reply's exit: what `work` raises is the waiter's, not the reply's
+            if ran.done():  # its waiter was cancelled and has not yet taken it back: nothing is wanted
+                return
             try:
                 work()
             except Exception as exc:  # noqa: BLE001 - handed to the waiter, who raises it
@@ -106,7 +108,8 @@ class Replies:
         with contextlib.suppress(TimeoutError):  # not wait_for: on 3.11 it can swallow a cancel
             async with asyncio.timeout(max(0.0, YIELD_SECONDS if within is None else within)):
                 # Woken as one reply ended, a waiter runs after the next has begun if that one began before the loop
-                # turned (back-to-back questions): a full collection then ran inside it (bench.soak's probes).
+                # turned (back-to-back questions): it waits on for that one (work that must run in the gap itself
+                # asks `between`).
                 while self._under_way:
                     await self._quiet.wait()
                 return True
