@@ -18,8 +18,10 @@ import argparse
 import asyncio
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import fields
+from datetime import datetime
 from pathlib import Path
 
 from bench.common import postgres_engine, print_table, sqlite_engine
@@ -52,15 +54,14 @@ class _Upto(Conversation):
                 yield message
 
 
-async def _checkpoint(
-    month: int, conv: Conversation, asked: list[Asked], embedder: CachedEmbedder, *, postgres: str | None, seed: int
-) -> list[list[str]]:
+@asynccontextmanager
+async def imported(
+    month: int, conv: Conversation, embedder: CachedEmbedder, *, postgres: str | None, seed: int
+) -> AsyncIterator[tuple[MemoryManager, datetime]]:
+    """The guild's members' speech imported fresh up to the checkpoint, embedded and indexed: its memory, and the
+    checkpoint's moment (what the memory's clock reads)."""
     upto = _Upto(**{f.name: getattr(conv, f.name) for f in fields(conv)})
     upto.until, upto.to_bot = checkpoint_at(month), frozenset(m.message_id for m, b in lived(conv, seed) if b)
-    said = {m.message_id: m.text for m in conv.planted}
-    found: Counter[str] = Counter()
-    asked_in: Counter[str] = Counter()
-    never: Counter[str] = Counter()
     with tempfile.TemporaryDirectory() as folder:
         opening = postgres_engine(postgres) if postgres else sqlite_engine(Path(folder))
         async with opening as engine:
@@ -77,19 +78,30 @@ async def _checkpoint(
                 await memory.embedding.idle()
                 await memory.flush()
                 assert await memory.recollection.vectors_ready(conv.guild_id)
-                for item in (a for a in asked if a.month == month):
-                    text = item.question.text
-                    text = address(text, bot_user_id=BOT_ID, bot_name="Elefant", replied_to_bot=False) or text
-                    where = dict(channel_id=conv.channels[0].id, now=upto.until)
-                    hits, _ = await memory.recollection.search(conv.guild_id, text, **where)  # type: ignore[arg-type]
-                    ranked = {h.message_id for h in hits}
-                    packed = (await memory.recollection.recollect(conv.guild_id, text, **where)).text  # type: ignore[arg-type]
-                    evidence = item.question.evidence_ids
-                    asked_in[item.band] += 1
-                    found[item.band] += all(said[e] in packed for e in evidence)
-                    never[item.band] += sum(e not in ranked for e in evidence)
+                yield memory, upto.until
             finally:
                 await memory.close()
+
+
+async def _checkpoint(
+    month: int, conv: Conversation, asked: list[Asked], embedder: CachedEmbedder, *, postgres: str | None, seed: int
+) -> list[list[str]]:
+    said = {m.message_id: m.text for m in conv.planted}
+    found: Counter[str] = Counter()
+    asked_in: Counter[str] = Counter()
+    never: Counter[str] = Counter()
+    async with imported(month, conv, embedder, postgres=postgres, seed=seed) as (memory, until):
+        for item in (a for a in asked if a.month == month):
+            text = item.question.text
+            text = address(text, bot_user_id=BOT_ID, bot_name="Elefant", replied_to_bot=False) or text
+            where = dict(channel_id=conv.channels[0].id, now=until)
+            hits, _ = await memory.recollection.search(conv.guild_id, text, **where)  # type: ignore[arg-type]
+            ranked = {h.message_id for h in hits}
+            packed = (await memory.recollection.recollect(conv.guild_id, text, **where)).text  # type: ignore[arg-type]
+            evidence = item.question.evidence_ids
+            asked_in[item.band] += 1
+            found[item.band] += all(said[e] in packed for e in evidence)
+            never[item.band] += sum(e not in ranked for e in evidence)
     return [
         [str(month), band, f"{found[band] / asked_in[band]:.2f} ({found[band]} / {asked_in[band]})", str(never[band])]
         for band in ("weeks", "months")
