@@ -99,6 +99,25 @@ def _filtered_probes(guild: GuildVectors) -> int:
     return min(lists, max(NPROBE * 4, math.ceil(lists * FILTERED_SCAN / max(1, guild.size))))
 
 
+def _once(index: faiss.Index, scores: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A search's results with each vector once: of the same words said again (the same vector, so the same score),
+    the newest (ids as the index holds them keep time order); only tied scores are compared by vector. Ranking
+    keeps one of them anyway (ranking.distinct); read, scored and ranked, the others were most of a year-old
+    guild's candidates."""
+    order = np.lexsort((-ids, -scores))
+    scores, ids = scores[order], ids[order]
+    tied = np.zeros(len(ids), dtype=bool)
+    tied[1:] = scores[1:] == scores[:-1]
+    if tied.any():
+        group = np.flatnonzero(tied | np.append(tied[1:], False))  # every result in a tie
+        vectors = np.ascontiguousarray(index.reconstruct_batch(ids[group]))
+        rows = vectors.view(np.dtype((np.void, vectors.itemsize * vectors.shape[1]))).ravel()
+        _, first = np.unique(rows, return_index=True)  # the same vector has the same score: one tie holds all
+        tied[group] = True
+        tied[group[first]] = False
+    return scores[~tied], ids[~tied]
+
+
 def _stored(guild: GuildVectors, message_ids: list[int]) -> list[tuple[int, np.ndarray]]:
     """Each given message that has a vector in the guild's index, with it, one at a time."""
     found = []
@@ -180,7 +199,8 @@ class VectorIndex:
         scores, ids = guild.index.search(query.reshape(1, -1).astype(np.float32), k, params=params)
         del selectors  # referenced until the search is over
         found = ids[0] >= 0
-        return list(zip(held(ids[0][found]).tolist(), scores[0][found].tolist(), strict=True))
+        scores, ids = _once(guild.index, scores[0][found], ids[0][found])
+        return list(zip(held(ids).tolist(), scores.tolist(), strict=True))
 
     async def count(self, guild_id: int, author: int) -> int:
         """How many of the member's messages the guild's index holds."""

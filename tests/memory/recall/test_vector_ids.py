@@ -73,3 +73,19 @@ async def test_every_way_into_the_index_takes_and_gives_message_ids():
     assert await index.similarity(GUILD, vectors[3], [b]) == {b: 1.0}
     index.remove(GUILD, [a])
     assert await found() == {b, c}
+
+
+async def test_words_said_again_and_again_are_one_candidate_the_newest():
+    """The same words said again embed to the same vector: each is read, scored and ranked for ranking to keep one
+    (ranking.distinct), and in a year-old guild those repeats were most of a question's candidates."""
+    index = vector_index.VectorIndex(None, "model", 4)  # type: ignore[arg-type]  # no SQL: the guild is given
+    index._guilds[GUILD] = guild_vectors.GuildVectors(vector_index._exact(4))
+    ids = [int(i) for i in discord_ids(13, seed=4)]
+    chatter, answer, other = np.eye(4, dtype=np.float32)[:3]
+    index.add(GUILD, ids, np.vstack([chatter] * 10 + [answer, other, other]), [ALICE] * 13, [0.0] * 13)
+    query = (0.8 * chatter + 0.5 * answer + 0.3 * other).astype(np.float32)
+    for keep in ({}, {"author": ALICE}, {"among": ids}):
+        found = await index.search(GUILD, query, 13, **keep)  # type: ignore[arg-type]
+        assert [m for m, _ in found] == [ids[9], ids[10], ids[12]]  # the newest of each, best first
+    # Other words of the same score (the same cosine, another vector) are each a candidate of their own.
+    assert len(await index.search(GUILD, np.ones(4, dtype=np.float32) / 2, 13)) == 3
