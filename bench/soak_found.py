@@ -128,14 +128,20 @@ async def run(
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def checkpoints_asked(doc: str) -> tuple[int, list[int], str | None, int]:
+    """The command line of a benchmark of fresh imports up to checkpoints: messages, months, PostgreSQL URL, seed."""
+    parser = argparse.ArgumentParser(description=doc.split("\n", maxsplit=1)[0])
     parser.add_argument("--messages", type=int, default=180_000, help="the soak guild's size (bench.soak's default)")
     parser.add_argument("--months", default="1,12", help="checkpoints, comma-separated (of 1, 3, 6, 12)")
     parser.add_argument("--postgres", help="a PostgreSQL URL to create a database in (default: SQLite)")
     parser.add_argument("--seed", type=int, default=7, help="another seed: another guild, other tellers (a new draw)")
     args = parser.parse_args()
-    asyncio.run(run(args.messages, [int(m) for m in args.months.split(",")], postgres=args.postgres, seed=args.seed))
+    return args.messages, [int(m) for m in args.months.split(",")], args.postgres, args.seed
+
+
+def main() -> None:
+    messages, months, postgres, seed = checkpoints_asked(__doc__)
+    asyncio.run(run(messages, months, postgres=postgres, seed=seed))
 
 
 if __name__ == "__main__":

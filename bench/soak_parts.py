@@ -13,7 +13,6 @@ up to the search; a part's growth says where a bigger guild costs more.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import functools
 import gc
@@ -29,7 +28,7 @@ from typing import Any
 from bench.common import print_table
 from bench.conversations import Conversation
 from bench.soak import BOT_ID, PROBES, embedder_for, pct
-from bench.soak_found import imported
+from bench.soak_found import checkpoints_asked, imported
 from bench.soak_guild import TELLINGS, addressed_text, soak_guild
 from bot import collector as collection
 from bot.memory.manager import MemoryManager
@@ -168,13 +167,8 @@ async def run(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--messages", type=int, default=180_000, help="the soak guild's size (bench.soak's default)")
-    parser.add_argument("--months", default="1,12", help="checkpoints, comma-separated (of 1, 3, 6, 12)")
-    parser.add_argument("--postgres", help="a PostgreSQL URL to create a database in (default: SQLite)")
-    parser.add_argument("--seed", type=int, default=7)
-    args = parser.parse_args()
-    asyncio.run(run(args.messages, [int(m) for m in args.months.split(",")], postgres=args.postgres, seed=args.seed))
+    messages, months, postgres, seed = checkpoints_asked(__doc__)
+    asyncio.run(run(messages, months, postgres=postgres, seed=seed))
 
 
 if __name__ == "__main__":
