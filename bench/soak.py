@@ -89,6 +89,15 @@ def rss() -> int:
         return int(statm.read().split()[1]) * PAGE
 
 
+def probe_texts() -> list[str]:
+    """The questions recall is timed with at every checkpoint, as the bot reads them (its name taken off)."""
+    rng = random.Random("soak-probes")
+    return [
+        address(addressed_text(rng), bot_user_id=BOT_ID, bot_name="Elefant", replied_to_bot=False) or ""
+        for _ in range(PROBES)
+    ]
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
@@ -274,16 +283,15 @@ class Soak:
         return point
 
     async def _time_recall(self) -> list[float]:
-        rng, took = random.Random("soak-probes"), []
-        for _ in range(PROBES):
-            question = address(addressed_text(rng), bot_user_id=BOT_ID, bot_name="Elefant", replied_to_bot=False)
+        took = []
+        for question in probe_texts():
             # As a reply holds it (bot/cogs/listener.py): background writes, embedding and the full collection
             # (bot/collector.py) wait until it is over; outside a reply, a full collection of month 12's heap could
             # run in the middle of a probe while its snippets were read. A reply's recall is over before its reply
             # is sent, and what runs in the gap after the reply is timed on its own (`collections`).
             async with self.memory.recollection.under_way():
                 began = time.perf_counter()
-                await self.memory.recollection.recollect(self.conv.guild_id, question or "", channel_id=self.general)
+                await self.memory.recollection.recollect(self.conv.guild_id, question, channel_id=self.general)
                 took.append(time.perf_counter() - began)
         return took
 

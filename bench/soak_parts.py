@@ -17,7 +17,6 @@ import asyncio
 import functools
 import gc
 import inspect
-import random
 import statistics
 import time
 from collections import defaultdict
@@ -27,13 +26,12 @@ from typing import Any
 
 from bench.common import print_table
 from bench.conversations import Conversation
-from bench.soak import BOT_ID, PROBES, embedder_for, pct
+from bench.soak import embedder_for, pct, probe_texts
 from bench.soak_found import checkpoints_asked, imported
-from bench.soak_guild import TELLINGS, addressed_text, soak_guild
+from bench.soak_guild import TELLINGS, soak_guild
 from bot import collector as collection
 from bot.memory.manager import MemoryManager
 from bot.memory.recall import search, vectors, words
-from bot.reply.routing import address
 from db.search import turns
 
 RANKING = "ranking"
@@ -83,7 +81,7 @@ def _timed(original: Callable[..., Any], label: str, spent: Spent) -> Callable[.
     @functools.wraps(original)
     def timed(*args: Any, **kwargs: Any) -> Any:
         if label == RANKING:  # rank_messages(guild_id, terms, turns, …): its first call has the most
-            spent[CANDIDATES] = max(spent[CANDIDATES], len(args[2]) / 1000)  # printed × 1000, as ms are
+            spent[CANDIDATES] = max(spent[CANDIDATES], len(args[2]))
         began = time.perf_counter()
         try:
             return original(*args, **kwargs)
@@ -102,11 +100,7 @@ async def _measure(
     next, the same code)."""
     conv, _ = soak_guild(messages, seed, tellings)
     embedder = await embedder_for(conv, messages, seed)
-    rng = random.Random("soak-probes")  # bench.soak's questions
-    texts = [
-        address(addressed_text(rng), bot_user_id=BOT_ID, bot_name="Elefant", replied_to_bot=False) or ""
-        for _ in range(PROBES)
-    ]
+    texts = probe_texts()  # bench.soak's questions
     try:
         async with AsyncExitStack() as stack:
             memories = {}
@@ -151,15 +145,16 @@ async def run(
     as in bench.soak (a small guild holds fewer stories)."""
     measured = await _measure(months, messages, seed, postgres, tellings)
 
-    def row(label: str, value: Callable[[list[float], list[Spent]], float]) -> list[str]:
-        ms = [1000 * value(*measured[m]) for m in months]
+    def row(label: str, value: Callable[[list[float], list[Spent]], float], scale: float = 1000) -> list[str]:
+        ms = [scale * value(*measured[m]) for m in months]
         return [label, *(f"{v:.1f}" for v in ms), f"{ms[-1] / ms[0]:.2f}x" if ms[0] else "-"]
 
     def mean_of(part: str) -> Callable[[list[float], list[Spent]], float]:
         return lambda _, parts: statistics.mean(p[part] for p in parts)
 
     rows = [row("recall p50", lambda took, _: pct(took, 0.5)), row("recall p99", lambda took, _: pct(took, 0.99))]
-    rows += [row(label, mean_of(label)) for label in [*(label for _, _, label in PARTS), CANDIDATES]]
+    rows += [row(label, mean_of(label)) for _, _, label in PARTS]
+    rows.append(row(CANDIDATES, mean_of(CANDIDATES), scale=1))
     name = "PostgreSQL" if postgres else "SQLite"
     title = f"bench.soak_parts, {name}: {messages:,} messages (seed {seed}), mean ms per question unless a percentile"
     print_table(title, ["part", *(f"month {m}" for m in months), "last / first"], rows)

@@ -3,12 +3,12 @@ bot's own functions back as they were afterwards."""
 
 from __future__ import annotations
 
-from bench import soak_parts
+from bench import soak, soak_parts
 from bot.memory.recall import search, vectors
 
 
 async def test_a_tiny_guild_times_every_part_at_both_checkpoints_and_leaves_recall_as_it_was(capsys, monkeypatch):
-    monkeypatch.setattr(soak_parts, "PROBES", 6)
+    monkeypatch.setattr(soak, "PROBES", 6)
     originals = (search.rank_messages, vectors.VectorIndex.search, search.Recall.find)
     rows = await soak_parts.run(3_000, [1, 12], postgres=None, tellings=1)
     labels = [label for label, *_ in rows]
