@@ -3,8 +3,9 @@
 A guild's index is built from SQL the first time it is searched, then kept current by what this process
 embeds and by a sync of rows other processes stored (by their id, every SYNC_SECONDS). Small guilds get an
 exact index over half floats; from IVF_FROM vectors on, an inverted-file index (IVF, 8-bit scalars, nlist ≈ √n,
-NPROBE lists searched; more for a member or a time), trained on the guild's own vectors and rebuilt in the
-background when the guild has grown fourfold since (searches keep the old index until the new one is ready).
+NPROBE lists searched; more for a time or a mention list), trained on the guild's own vectors, beside each
+member's own exact 8-bit index (what a search kept to a member reads), all rebuilt in the background when the
+guild has grown fourfold since (searches keep the old index until the new one is ready).
 Deleted messages may linger in an index until it is rebuilt, but never reach anyone: every candidate is read back
 through the SQL read scope.
 """
@@ -94,6 +95,13 @@ def _ivf(dim: int, sample: np.ndarray) -> faiss.Index:
     return ivf  # faiss's Python wrapper keeps the quantizer referenced by the index
 
 
+def _codec(dim: int, vectors: np.ndarray) -> faiss.Index:
+    """The trained, empty 8-bit index each member's own index is a copy of."""
+    codec = faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT)
+    codec.train(vectors[np.random.default_rng(0).permutation(len(vectors))[:100_000]])
+    return codec
+
+
 def _filtered_probes(guild: GuildVectors) -> int:
     lists = faiss.extract_index_ivf(guild.index).nlist
     return min(lists, max(NPROBE * 4, math.ceil(lists * FILTERED_SCAN / max(1, guild.size))))
@@ -116,6 +124,30 @@ def _once(index: faiss.Index, scores: np.ndarray, ids: np.ndarray) -> tuple[np.n
         tied[group] = True
         tied[group[first]] = False
     return scores[~tied], ids[~tied]
+
+
+def _where(
+    guild: GuildVectors, author: int | None, window: Span | None, since: float | None, among: list[int] | None
+) -> tuple[faiss.Index, faiss.SearchParameters | None, tuple[faiss.IDSelector, ...]] | None:
+    """The index a search reads, its parameters and the selectors they refer to; None: nothing to search."""
+    own = guild.members.get(author) if author is not None and since is None and among is None else None
+    if own is not None:  # a member of an IVF guild: their own index, all of it or a time of it
+        if window is None:
+            return own, None, ()
+        selectors = guild.keep_to(author, window, None, None)
+        # faiss's wrapper sets keyword arguments as attributes; its stubs declare no parameters
+        return (own, faiss.SearchParameters(sel=selectors[-1]), selectors) if selectors else None  # type: ignore[call-arg]
+    if all(f is None for f in (author, window, since, among)):
+        return guild.index, None, ()
+    selectors = guild.keep_to(author, window, since, None if among is None else held(among))
+    if not selectors:
+        return None
+    params = (
+        faiss.SearchParametersIVF(sel=selectors[-1], nprobe=_filtered_probes(guild))  # type: ignore[call-arg]
+        if guild.trained_at
+        else faiss.SearchParameters(sel=selectors[-1])  # type: ignore[call-arg]
+    )
+    return guild.index, params, selectors
 
 
 def _stored(guild: GuildVectors, message_ids: list[int]) -> list[tuple[int, np.ndarray]]:
@@ -149,7 +181,9 @@ class VectorIndex:
         """Take deleted messages out of a loaded index."""
         guild = self._guilds.get(guild_id)
         if guild is not None and message_ids:
-            guild.index.remove_ids(held(message_ids))  # type: ignore[arg-type]  # see add()
+            gone = held(message_ids)
+            guild.index.remove_ids(gone)  # type: ignore[arg-type]  # see add()
+            guild.unindex_members(gone)
 
     def add(
         self, guild_id: int, message_ids: list[int], vectors: np.ndarray, authors: list[int], times: list[float]
@@ -165,8 +199,11 @@ class VectorIndex:
         again = ids[ids <= guild.newest]
         if len(again):
             guild.index.remove_ids(again)  # type: ignore[arg-type]  # faiss's wrapper takes an id array
-        guild.index.add_with_ids(vectors.astype(np.float32), ids)
-        guild.note(ids, np.array(authors, dtype=np.int64), np.array(times, dtype=np.float64))
+            guild.unindex_members(again)
+        vectors, by = vectors.astype(np.float32), np.array(authors, dtype=np.int64)
+        guild.index.add_with_ids(vectors, ids)
+        guild.index_members(vectors, ids, by)
+        guild.note(ids, by, np.array(times, dtype=np.float64))
         guild.size += len(message_ids)
 
     async def search(
@@ -185,18 +222,11 @@ class VectorIndex:
         guild = await self._guild(guild_id)
         if guild.size == 0:
             return []
-        params = None
-        selectors = guild.keep_to(author, window, since, None if among is None else held(among))
-        if any(f is not None for f in (author, window, since, among)):
-            if not selectors:
-                return []
-            # faiss's wrapper sets keyword arguments as attributes; its stubs declare no parameters
-            params = (
-                faiss.SearchParametersIVF(sel=selectors[-1], nprobe=_filtered_probes(guild))  # type: ignore[call-arg]
-                if guild.trained_at
-                else faiss.SearchParameters(sel=selectors[-1])  # type: ignore[call-arg]
-            )
-        scores, ids = guild.index.search(query.reshape(1, -1).astype(np.float32), k, params=params)
+        where = _where(guild, author, window, since, among)
+        if where is None:
+            return []
+        index, params, selectors = where
+        scores, ids = index.search(query.reshape(1, -1).astype(np.float32), k, params=params)
         del selectors  # referenced until the search is over
         found = ids[0] >= 0
         scores, ids = _once(guild.index, scores[0][found], ids[0][found])
@@ -284,15 +314,19 @@ class VectorIndex:
         return guild
 
     def _build(self, vectors: np.ndarray, ids: np.ndarray, authors: np.ndarray) -> GuildVectors:
+        codec = None
         if len(ids) >= IVF_FROM:
-            index = _ivf(self.dim, vectors)
+            index, codec = _ivf(self.dim, vectors), _codec(self.dim, vectors)
             trained = len(ids)
         else:
             index, trained = _exact(self.dim), 0
         if len(ids):
             index.add_with_ids(vectors, ids)
-        guild = GuildVectors(index, size=len(ids), trained_at=trained)
-        guild.keep_selectors_of(ids, authors)
+        guild = GuildVectors(index, size=len(ids), trained_at=trained, codec=codec)
+        if codec is None:
+            guild.keep_selectors_of(ids, authors)
+        else:
+            guild.index_members(vectors, ids, authors)
         return guild
 
     async def _sync(self, guild_id: int, guild: GuildVectors) -> None:
