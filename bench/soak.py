@@ -38,7 +38,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -46,6 +46,7 @@ from pathlib import Path
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bench import snapshot
 from bench.common import postgres_engine, print_table, sqlite_engine
 from bench.conversation_guild import Message, snowflake
 from bench.conversations import Conversation, write_exports
@@ -74,6 +75,7 @@ from bot.memory.types import IncomingMessage, Kind
 from bot.reply.respond import Responder
 from bot.reply.routing import Request, address, stored_kind
 from bot.settings import Settings
+from db.engine import create_engine
 
 BOT_ID = 1 << 59
 # The fixed questions recall is timed with at every checkpoint: with 40, "p99" was the slowest one, and which one that
@@ -113,6 +115,7 @@ class Checkpoint:
     found: dict[tuple[str, bool], list[bool]]  # (band, patient) -> each question complete
     sizes: dict[str, float] = field(default_factory=dict)
     collections: list[float] = field(default_factory=list)  # seconds each full collection took since the last
+    first: list[float] = field(default_factory=list)  # the first checkpoint's database, asked in turn with recall
 
 
 class Soak:
@@ -128,7 +131,7 @@ class Soak:
         *,
         answering: bool = True,
     ) -> None:
-        self.conv, self.asked, self.seed = conv, asked, seed
+        self.conv, self.asked, self.seed, self.embedder = conv, asked, seed, embedder
         self.answering = answering  # False: the control, a guild whose messages to the bot get no answer
         self.clock = FakeClock(LIVES_FROM - timedelta(days=1))
         self.recorder = RecordingProvider(OfflineProvider())
@@ -144,12 +147,17 @@ class Soak:
         self.checkpoints: list[Checkpoint] = []
         self.collections: list[float] = []
         self._collecting = 0.0
+        self.kept: str | None = None  # the first checkpoint's database (a copy's URL)
 
     def responder(self) -> Responder:
         """The reply as the bot wires it, a question about the past phrased by the model too (as `prompt` shows)."""
         return responder_for(self.memory, self.llm, self.settings, model_answers_recall=True)
 
     async def live(self, folder: Path) -> list[Checkpoint]:
+        async with contextlib.AsyncExitStack() as keeping:
+            return await self._live(folder, keeping)
+
+    async def _live(self, folder: Path, keeping: contextlib.AsyncExitStack) -> list[Checkpoint]:
         await self.memory.start(schedule=False)
         # The bot's collection policy (bot/app.py): start-up's objects frozen, full collections between replies.
         # Without it, CPython's own full collections (~110 ms here) fell inside timed recalls: the slowest probes.
@@ -171,6 +179,8 @@ class Soak:
                 while month is not None and message.timestamp >= checkpoint_at(month):
                     self._move_to(checkpoint_at(month))
                     self.checkpoints.append(await self._checkpoint(month))
+                    if self.kept is None:  # later checkpoints are timed in turn with this one
+                        self.kept = await keeping.enter_async_context(snapshot.kept(self.memory.engine, folder.parent))
                     month = next(months, None)
                 self._move_to(message.timestamp)
                 if message.timestamp.date() != day:  # a day ended: the scheduler summarises it
@@ -277,23 +287,47 @@ class Soak:
                     _, memory = await self._answer(message, self.patient if patient else self.replying)
                 complete = all(said[e] in memory for e in item.question.evidence_ids)
                 found.setdefault((item.band, patient), []).append(complete)
-        recall = await self._time_recall()
-        point = Checkpoint(month, recall, self.replies, found, await self._sizes(), self.collections)
+        sizes = await self._sizes()  # before the first checkpoint's database is opened beside this one
+        async with self._first() as first:
+            recall, again = await self._time_recall(first)
+        point = Checkpoint(month, recall, self.replies, found, sizes, self.collections, again)
         self.replies, self.collections = [], []
         return point
 
-    async def _time_recall(self) -> list[float]:
-        took = []
-        for question in probe_texts():
-            # As a reply holds it (bot/cogs/listener.py): background writes, embedding and the full collection
-            # (bot/collector.py) wait until it is over; outside a reply, a full collection of month 12's heap could
-            # run in the middle of a probe while its snippets were read. A reply's recall is over before its reply
-            # is sent, and what runs in the gap after the reply is timed on its own (`collections`).
-            async with self.memory.recollection.under_way():
-                began = time.perf_counter()
-                await self.memory.recollection.recollect(self.conv.guild_id, question, channel_id=self.general)
-                took.append(time.perf_counter() - began)
-        return took
+    @contextlib.asynccontextmanager
+    async def _first(self) -> AsyncIterator[MemoryManager | None]:
+        """The first checkpoint's memory, as it was then (None at the first checkpoint itself)."""
+        if self.kept is None:
+            yield None
+            return
+        engine = create_engine(self.kept)
+        settings = self.settings.model_copy(update={"database_url": self.kept})
+        memory = MemoryManager(engine, settings, llm=self.llm, clock=FakeClock(checkpoint_at(CHECKPOINTS[0])),
+                               embedder=self.embedder)  # fmt: skip
+        try:
+            await memory.start(background=False)
+            await memory.recollection.vectors_ready(self.conv.guild_id)
+            yield memory
+        finally:
+            await memory.close()
+            await engine.dispose()
+
+    async def _time_recall(self, first: MemoryManager | None) -> tuple[list[float], list[float]]:
+        """Each probe's seconds here, and (given the first checkpoint's memory) there, asked in turn."""
+        timed = [(self.memory, list[float]())] + ([(first, list[float]())] if first is not None else [])
+        for n, question in enumerate(probe_texts()):
+            for memory, took in timed if n % 2 == 0 else reversed(timed):  # each first as often
+                # As a reply holds it (bot/cogs/listener.py): background writes, embedding and the full collection
+                # (bot/collector.py) wait until it is over; outside a reply, a full collection of month 12's heap
+                # could run in the middle of a probe while its snippets were read. A reply's recall is over before
+                # its reply is sent, and what runs in the gap after the reply is timed on its own (`collections`).
+                async with contextlib.AsyncExitStack() as held:
+                    for each, _ in timed:
+                        await held.enter_async_context(each.recollection.under_way())
+                    began = time.perf_counter()
+                    await memory.recollection.recollect(self.conv.guild_id, question, channel_id=self.general)
+                    took.append(time.perf_counter() - began)
+        return timed[0][1], timed[1][1] if first is not None else []
 
     async def _sizes(self) -> dict[str, float]:
         counts = await _counts(self.memory.engine)
@@ -406,6 +440,7 @@ def report(name: str, points: list[Checkpoint]) -> None:
         [
             str(p.month),
             f"{pct(p.recall, 0.5) * ms:.0f} / {pct(p.recall, 0.99) * ms:.0f}",
+            f"{pct(p.first, 0.5) * ms:.0f} / {pct(p.first, 0.99) * ms:.0f}" if p.first else "–",
             f"{pct(p.replies, 0.5) * ms:.0f} / {pct(p.replies, 0.99) * ms:.0f}",
             share(p, "weeks", False),
             share(p, "weeks", True),
@@ -424,16 +459,20 @@ def report(name: str, points: list[Checkpoint]) -> None:
         ]
         for p in points
     ]
-    headers = ["month", "recall p50/p99 ms", "reply p50/p99 ms", "found weeks (wait)", "found weeks (no wait)",
-               "found months (wait)", "found months (no wait)", "DB bytes / member msg",
+    headers = ["month", "recall p50/p99 ms", "month 1 in turn p50/p99 ms", "reply p50/p99 ms", "found weeks (wait)",
+               "found weeks (no wait)", "found months (wait)", "found months (no wait)", "DB bytes / member msg",
                "members' bytes / member msg", "bot's bytes / reply", "RSS bytes / msg",
                "rows / reply", "rows / member msg", "summary rows / day", "member msgs / bot rows",
                "bot text MB", "full collections / longest ms"]  # fmt: skip
     print_table(f"bench.soak — {name}", headers, rows)
     first, last = points[0], points[-1]
+    in_turn = ""
+    if last.first:
+        p50, p99 = (pct(last.recall, q) / pct(last.first, q) for q in (0.5, 0.99))
+        in_turn = f" (asked in turn with month {first.month}'s database: p50 {p50:.2f}x, p99 {p99:.2f}x)"
     print(
         f"\nmonth {last.month} against month {first.month}: recall p99 "
-        f"{pct(last.recall, 0.99) / pct(first.recall, 0.99):.2f}x, members' bytes per member message "
+        f"{pct(last.recall, 0.99) / pct(first.recall, 0.99):.2f}x{in_turn}, members' bytes per member message "
         f"{last.sizes['member bytes per member message'] / first.sizes['member bytes per member message']:.2f}x, "
         f"the bot's bytes per reply {last.sizes['bot bytes per reply'] / first.sizes['bot bytes per reply']:.2f}x"
     )

@@ -17,12 +17,15 @@ async def test_a_tiny_soak_measures_every_checkpoint_and_the_control_answers_not
         assert bands == ({"weeks", "months"} if point.month >= MONTHS_FROM else {"weeks"})
         assert all(len(found) == 2 for found in point.found.values())
         assert len(point.recall) == 20 and point.replies  # timed, at every checkpoint
+        # and after the first, its database kept as it was, asked in turn
+        assert len(point.first) == (0 if point is points[0] else 20)
         assert point.sizes["rows per member message"] >= 1.0  # its row, and its vector once embedded
         assert 0 < point.sizes["member bytes per member message"] < point.sizes["bytes per member message"]
         assert point.sizes["sources per reply"] > 0
     assert points[-1].sizes["member messages"] > points[0].sizes["member messages"]
     printed = capsys.readouterr().out
-    assert "| month | recall p50/p99 ms |" in printed and "month 12 against month 1" in printed
+    assert "| month | recall p50/p99 ms | month 1 in turn p50/p99 ms |" in printed
+    assert "month 12 against month 1" in printed and "asked in turn with month 1's database" in printed
 
     control = (await soak.run(3_000, postgres=None, seed=7, per_band=1, answering=False, tellings=1))["SQLite"]
     # Only the checkpoints' own questions are answered: the guild's messages to the bot never are.
