@@ -13,13 +13,12 @@ from pathlib import Path
 import asyncpg
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-COPY_TRIES = 40  # PostgreSQL copies a database only while nobody is connected to it (autovacuum may be, briefly)
-
 
 @asynccontextmanager
 async def kept(engine: AsyncEngine, folder: Path) -> AsyncIterator[str]:
-    """A copy of the database as it is now (its URL), gone afterwards. The database must be idle: SQLite copies
-    what is committed; PostgreSQL needs every connection to it closed (this engine's pool is emptied)."""
+    """A copy of the database as it is now (its URL), gone afterwards: what is committed, its file `VACUUM INTO`
+    `folder` (SQLite), or dumped there and restored into a database of its own (PostgreSQL's pg_dump and
+    pg_restore, the server's client tools)."""
     url = engine.url
     if url.get_backend_name() == "sqlite":
         path = folder / f"snapshot-{uuid.uuid4().hex[:8]}.db"
@@ -32,18 +31,30 @@ async def kept(engine: AsyncEngine, folder: Path) -> AsyncIterator[str]:
             path.unlink(missing_ok=True)
         return
     name = f"{url.database}_kept"
-    admin = await asyncpg.connect(url.set(drivername="postgresql", database="postgres").render_as_string(False))
+    server = url.set(drivername="postgresql")
+    admin = await asyncpg.connect(server.set(database="postgres").render_as_string(False))
+    dump = folder / f"{name}.dump"
     try:
-        await engine.dispose()  # its connections are reopened when next needed
-        for attempt in range(COPY_TRIES):
-            try:
-                await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{url.database}"')
-                break
-            except asyncpg.ObjectInUseError:
-                if attempt == COPY_TRIES - 1:
-                    raise
-                await asyncio.sleep(0.25)
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        copy = server.set(database=name).render_as_string(False)
+        # pg_dump reads one consistent snapshot beside the connections the bot holds open (its LISTEN, its pool),
+        # which a template copy would have had to close; the planner's statistics are not dumped: ANALYZE anew.
+        await _run("pg_dump", "--format=custom", f"--file={dump}", f"--dbname={server.render_as_string(False)}")
+        await _run("pg_restore", "--no-owner", f"--dbname={copy}", str(dump))
+        analyzing = await asyncpg.connect(copy)
+        try:
+            await analyzing.execute("ANALYZE")
+        finally:
+            await analyzing.close()
         yield url.set(database=name).render_as_string(hide_password=False)
     finally:
+        dump.unlink(missing_ok=True)
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await admin.close()
+
+
+async def _run(*command: str) -> None:
+    done = await asyncio.create_subprocess_exec(*command, stderr=asyncio.subprocess.PIPE)
+    _, err = await done.communicate()
+    if done.returncode:
+        raise RuntimeError(f"{command[0]} failed: {err.decode(errors='replace').strip()}")

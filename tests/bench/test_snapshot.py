@@ -1,5 +1,5 @@
-"""bench.snapshot on both databases: the copy holds what was there when it was taken, not what came after, the
-living database goes on working, and the copy is gone afterwards."""
+"""bench.snapshot on both databases: the copy holds what was there when it was taken, not what came after, while
+a connection to the living database stays open (a bot's LISTEN, its pool), and it is gone afterwards."""
 
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ ADD = insert(UserFacts).values(guild_id=1, memory_blob="likes tea", updated_at=d
 async def test_a_kept_copy_holds_what_was_there_then_and_is_gone_afterwards(engine, tmp_path: Path):
     async with engine.begin() as conn:
         await conn.execute(ADD.values(user_id=1))
-    async with snapshot.kept(engine, tmp_path) as url:
-        async with engine.begin() as conn:  # the living database, its pool emptied, goes on
+    async with engine.connect() as held, snapshot.kept(engine, tmp_path) as url:  # held open, as the bot's LISTEN
+        assert await held.scalar(COUNT) == 1
+        async with engine.begin() as conn:  # the living database goes on
             await conn.execute(ADD.values(user_id=2))
             assert await conn.scalar(COUNT) == 2
         copy = create_engine(url)
