@@ -38,7 +38,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -98,6 +98,34 @@ def probe_texts() -> list[str]:
         address(addressed_text(rng), bot_user_id=BOT_ID, bot_name="Elefant", replied_to_bot=False) or ""
         for _ in range(PROBES)
     ]
+
+
+async def ask_in_turn(
+    memories: Sequence[MemoryManager],
+    guild_id: int,
+    channel_id: int,
+    questions: list[str],
+    around: Callable[[int], contextlib.AbstractContextManager[object]] = lambda _: contextlib.nullcontext(),
+) -> list[list[float]]:
+    """Each question's recall timed in every memory in turn, which goes first alternating (this machine's pace
+    drifts by a third within minutes): per memory, the seconds of each; `around(i)`: what each asking of the i-th
+    memory runs in."""
+    took: list[list[float]] = [[] for _ in memories]
+    order = range(len(memories))
+    for n, question in enumerate(questions):
+        for i in order if n % 2 == 0 else reversed(order):
+            # As a reply holds it (bot/cogs/listener.py), in every memory the collector asks: background writes,
+            # embedding and the full collection (bot/collector.py) wait until it is over; outside a reply, a full
+            # collection of month 12's heap could run in the middle of a probe while its snippets were read. A
+            # reply's recall is over before its reply is sent, and what runs in the gap after it is timed on its own.
+            with around(i):
+                async with contextlib.AsyncExitStack() as held:
+                    for each in memories:
+                        await held.enter_async_context(each.recollection.under_way())
+                    began = time.perf_counter()
+                    await memories[i].recollection.recollect(guild_id, question, channel_id=channel_id)
+                    took[i].append(time.perf_counter() - began)
+    return took
 
 
 def pct(values: list[float], q: float) -> float:
@@ -314,20 +342,9 @@ class Soak:
 
     async def _time_recall(self, first: MemoryManager | None) -> tuple[list[float], list[float]]:
         """Each probe's seconds here, and (given the first checkpoint's memory) there, asked in turn."""
-        timed = [(self.memory, list[float]())] + ([(first, list[float]())] if first is not None else [])
-        for n, question in enumerate(probe_texts()):
-            for memory, took in timed if n % 2 == 0 else reversed(timed):  # each first as often
-                # As a reply holds it (bot/cogs/listener.py): background writes, embedding and the full collection
-                # (bot/collector.py) wait until it is over; outside a reply, a full collection of month 12's heap
-                # could run in the middle of a probe while its snippets were read. A reply's recall is over before
-                # its reply is sent, and what runs in the gap after the reply is timed on its own (`collections`).
-                async with contextlib.AsyncExitStack() as held:
-                    for each, _ in timed:
-                        await held.enter_async_context(each.recollection.under_way())
-                    began = time.perf_counter()
-                    await memory.recollection.recollect(self.conv.guild_id, question, channel_id=self.general)
-                    took.append(time.perf_counter() - began)
-        return timed[0][1], timed[1][1] if first is not None else []
+        memories = [self.memory] + ([first] if first is not None else [])
+        took = await ask_in_turn(memories, self.conv.guild_id, self.general, probe_texts())
+        return took[0], took[1] if first is not None else []
 
     async def _sizes(self) -> dict[str, float]:
         counts = await _counts(self.memory.engine)

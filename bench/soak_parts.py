@@ -21,12 +21,12 @@ import statistics
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import AbstractContextManager, AsyncExitStack, contextmanager
 from typing import Any
 
 from bench.common import print_table
 from bench.conversations import Conversation
-from bench.soak import embedder_for, pct, probe_texts
+from bench.soak import ask_in_turn, embedder_for, pct, probe_texts
 from bench.soak_found import checkpoints_asked, imported
 from bench.soak_guild import TELLINGS, soak_guild
 from bot import collector as collection
@@ -123,19 +123,15 @@ async def _measure(
 async def _probes(
     memories: dict[int, MemoryManager], conv: Conversation, texts: list[str]
 ) -> dict[int, tuple[list[float], list[Spent]]]:
-    measured: dict[int, tuple[list[float], list[Spent]]] = {m: ([], []) for m in memories}
-    for n, text in enumerate(texts):
-        for month in list(memories) if n % 2 == 0 else reversed(memories):  # each first as often
-            memory, spent = memories[month], defaultdict[str, float](float)
-            with timing(spent):
-                async with AsyncExitStack() as held:
-                    for each in memories.values():  # as a reply holds it, in every memory the collector asks
-                        await held.enter_async_context(each.recollection.under_way())
-                    began = time.perf_counter()
-                    await memory.recollection.recollect(conv.guild_id, text, channel_id=conv.channels[0].id)
-                    measured[month][0].append(time.perf_counter() - began)
-            measured[month][1].append(spent)
-    return measured
+    months = list(memories)
+    spent: dict[int, list[Spent]] = {month: [] for month in months}
+
+    def parts_of(i: int) -> AbstractContextManager[None]:
+        spent[months[i]].append(defaultdict(float))
+        return timing(spent[months[i]][-1])
+
+    took = await ask_in_turn(list(memories.values()), conv.guild_id, conv.channels[0].id, texts, parts_of)
+    return {month: (took[i], spent[month]) for i, month in enumerate(months)}
 
 
 async def run(
