@@ -15,8 +15,9 @@ from db.records import MAX_ID
 
 Span = tuple[float, float]  # POSIX seconds
 
-# A member with this many vectors keeps their id set (a faiss selector) between searches: building it took
-# 30–230 ms for a member with half of a 1 M-message guild. Vectors added since join it as a small second set
+# A member with this many vectors keeps their id set (a faiss selector) between searches, in a guild with an exact
+# index (an IVF guild's members have their own): building it took 30–230 ms for a member with half of a 1 M-message
+# guild. Vectors added since join it as a small second set
 # until there are REBUILD_AFTER of them in the guild.
 KEEP_SELECTOR_FROM = 20_000
 REBUILD_AFTER = 50_000
@@ -114,13 +115,14 @@ class GuildVectors:
             mine = authors == author
             own.add_with_ids(vectors[mine], ids[mine])
 
-    def unindex_members(self, ids: np.ndarray) -> None:
-        """Take vectors (ids as held) out of their authors' own indexes."""
-        if not self.members or not len(ids):
+    def remove(self, ids: np.ndarray) -> None:
+        """Take vectors (ids as held) out of the guild's index and their authors' own indexes."""
+        self.index.remove_ids(ids)  # type: ignore[arg-type]  # faiss's wrapper takes an id array
+        if not self.members:
             return
         for author in np.unique(self.authors[np.isin(self.ids, ids)]).tolist():
             if author in self.members:
-                self.members[author].remove_ids(ids)  # type: ignore[arg-type]  # faiss's wrapper takes an id array
+                self.members[author].remove_ids(ids)  # type: ignore[arg-type]
 
     def of_author(self, author: int) -> tuple[faiss.IDSelector, ...]:
         """A selector of the member's indexed messages (last), and any it is made of (kept referenced while

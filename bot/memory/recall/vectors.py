@@ -33,8 +33,9 @@ log = logging.getLogger(__name__)
 faiss.omp_set_num_threads(1)
 IVF_FROM = 100_000
 NPROBE = 24
-# A search kept to a member or a time scans lists until about this many vectors are seen: a paraphrase (cosine 0.2-0.4)
-# may sit in any list, and among a member's messages be the best. All lists (6 ms) at 175,000; a quarter at 1 M.
+# A search kept to a time or a list of messages scans lists until about this many vectors are seen (one kept to a
+# member reads their own index): a paraphrase (cosine 0.2-0.4) may sit in any list, and among those kept to be the
+# best. All lists (6 ms) at 175,000; a quarter at 1 M.
 FILTERED_SCAN = 250_000
 SYNC_SECONDS = 10.0
 
@@ -181,9 +182,7 @@ class VectorIndex:
         """Take deleted messages out of a loaded index."""
         guild = self._guilds.get(guild_id)
         if guild is not None and message_ids:
-            gone = held(message_ids)
-            guild.index.remove_ids(gone)  # type: ignore[arg-type]  # see add()
-            guild.unindex_members(gone)
+            guild.remove(held(message_ids))
 
     def add(
         self, guild_id: int, message_ids: list[int], vectors: np.ndarray, authors: list[int], times: list[float]
@@ -198,8 +197,7 @@ class VectorIndex:
         # arrives now: ids grow with time) cannot be there.
         again = ids[ids <= guild.newest]
         if len(again):
-            guild.index.remove_ids(again)  # type: ignore[arg-type]  # faiss's wrapper takes an id array
-            guild.unindex_members(again)
+            guild.remove(again)
         vectors, by = vectors.astype(np.float32), np.array(authors, dtype=np.int64)
         guild.index.add_with_ids(vectors, ids)
         guild.index_members(vectors, ids, by)
